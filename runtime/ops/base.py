@@ -1,0 +1,190 @@
+"""The operation table's building blocks.
+
+Each NNAPI operation is declared once, as an :class:`OperationDef`: its signatures per
+feature level (operand types and ranks of every input and output), an optional static
+``validate`` (rules needing constant values), ``prepare`` (shape inference, which also
+checks parameter values) and ``execute`` (the numpy reference kernel). Validation, the
+sample drivers, random graphs and reports all read :data:`REGISTRY`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..errors import OperationError
+from ..types import OperandType, OperationType, is_tensor_type
+
+ANY_RANK = None
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One input or output slot of a signature.
+
+    ``ranks``: allowed ranks for a tensor (``None``: any); ignored for scalars.
+    ``optional``: the operand may be omitted (lifetime ``NO_VALUE`` or an input bound with
+    no value).
+    """
+
+    name: str
+    type: OperandType
+    ranks: tuple[int, ...] | None = None
+    optional: bool = False
+
+    def accepts(self, operand_type: OperandType, dims: Sequence[int], omitted: bool) -> bool:
+        """Whether an operand of ``operand_type`` / ``dims`` fits this slot."""
+        if omitted and self.optional:
+            return True
+        if operand_type != self.type:
+            return False
+        if self.ranks is not None and is_tensor_type(operand_type) and len(dims) > 0 \
+                and not self.optional:
+            return len(dims) in self.ranks
+        return True
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The operand types/ranks one feature level of an operation accepts."""
+
+    feature_level: int
+    inputs: tuple[Arg, ...]
+    outputs: tuple[Arg, ...]
+
+    def describe(self) -> str:
+        ins = ", ".join(a.type.name + ("?" if a.optional else "") for a in self.inputs)
+        outs = ", ".join(a.type.name for a in self.outputs)
+        return f"FL{self.feature_level}: ({ins}) -> ({outs})"
+
+
+@dataclass
+class OperandView:
+    """An operand as an operation sees it during validation or execution.
+
+    ``dims``: tuple of ints (0 = unknown); ``value``: numpy array of shape ``dims`` (0-d for
+    scalars) with the operand's dtype, or ``None`` when omitted or not known yet.
+    ``channel_quant``: ``(scales: np.ndarray[float32], channel_dim: int)`` for
+    TENSOR_QUANT8_SYMM_PER_CHANNEL, else ``None``.
+    """
+
+    type: OperandType
+    dims: tuple[int, ...]
+    scale: float = 0.0
+    zero_point: int = 0
+    value: np.ndarray | None = None
+    omitted: bool = False
+    channel_quant: tuple[np.ndarray, int] | None = None
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+
+@dataclass
+class OpContext:
+    """What ``validate``/``prepare``/``execute`` receive.
+
+    ``inputs``/``outputs``: operand views in the operation's order (outputs carry the
+    declared type, dims, scale and zero point, never a value). ``relaxed``: the model allows
+    float32 to be computed at float16 range/precision.
+    """
+
+    operation: OperationType
+    inputs: list[OperandView]
+    outputs: list[OperandView]
+    relaxed: bool = False
+
+    def scalar(self, index: int):
+        """Python value (int, float or bool) of scalar input ``index``; raises OperationError
+        when it has no value."""
+        v = self.inputs[index].value
+        if v is None:
+            raise OperationError(f"input {index} must have a value")
+        return v.item() if isinstance(v, np.ndarray) else v
+
+    def value(self, index: int) -> np.ndarray:
+        """numpy value of input ``index``; raises OperationError when omitted/unknown."""
+        v = self.inputs[index].value
+        if v is None:
+            raise OperationError(f"input {index} must have a value")
+        return v
+
+    def has_value(self, index: int) -> bool:
+        return index < len(self.inputs) and self.inputs[index].value is not None
+
+
+@dataclass
+class OperationDef:
+    """One row of the operation table.
+
+    ``prepare(ctx) -> list[tuple[int, ...]]``: output dimensions from the inputs (values of
+    all inputs known); raises :class:`OperationError` on an invalid parameter or shape.
+    ``execute(ctx) -> list[np.ndarray]``: output values (dtype of the output operand type).
+    ``validate(ctx)``: optional rules checkable at model time (constants have values,
+    other inputs have ``value=None``); raises :class:`OperationError`.
+    """
+
+    type: OperationType
+    signatures: tuple[Signature, ...]
+    prepare: Callable[[OpContext], list[tuple[int, ...]]]
+    execute: Callable[[OpContext], list[np.ndarray]]
+    validate: Callable[[OpContext], None] | None = None
+    summary: str = ""
+
+    @property
+    def min_feature_level(self) -> int:
+        return min(s.feature_level for s in self.signatures)
+
+    def match(self, inputs: Sequence[OperandView], outputs: Sequence[OperandView],
+              max_feature_level: int = 99) -> Signature | None:
+        """The lowest-level signature accepting these operands (types, counts, ranks)."""
+        for sig in sorted(self.signatures, key=lambda s: s.feature_level):
+            if sig.feature_level > max_feature_level:
+                continue
+            if len(sig.inputs) != len(inputs) or len(sig.outputs) != len(outputs):
+                continue
+            if all(a.accepts(o.type, o.dims, o.omitted) for a, o in zip(sig.inputs, inputs)) and \
+                    all(a.accepts(o.type, o.dims, False) for a, o in zip(sig.outputs, outputs)):
+                return sig
+        return None
+
+
+#: The operation table: OperationType -> OperationDef. Filled by the family modules.
+REGISTRY: dict[OperationType, OperationDef] = {}
+
+
+def register(op: OperationDef) -> OperationDef:
+    """Add ``op`` to :data:`REGISTRY` (one definition per OperationType)."""
+    if op.type in REGISTRY:
+        raise RuntimeError(f"{op.type.name} registered twice")
+    REGISTRY[op.type] = op
+    return op
+
+
+# --- helpers for declaring signatures ------------------------------------------------
+
+T = OperandType
+RANKS_1_4 = (1, 2, 3, 4)
+
+
+def tensor(name: str, t: OperandType, ranks: Iterable[int] | None = RANKS_1_4,
+           optional: bool = False) -> Arg:
+    """A tensor slot of type ``t`` with allowed ``ranks`` (default 1..4)."""
+    return Arg(name, t, tuple(ranks) if ranks is not None else None, optional)
+
+
+def scalar(name: str, t: OperandType, optional: bool = False) -> Arg:
+    """A scalar slot (INT32, FLOAT32, BOOL, ...)."""
+    return Arg(name, t, None, optional)
+
+
+def sig(feature_level: int, inputs: Sequence[Arg], outputs: Sequence[Arg]) -> Signature:
+    return Signature(feature_level, tuple(inputs), tuple(outputs))
+
+
+def check(condition: bool, message: str) -> None:
+    """Raise :class:`OperationError` with ``message`` unless ``condition``."""
+    if not condition:
+        raise OperationError(message)
