@@ -1,0 +1,120 @@
+"""The CPU executor: runs a validated HAL model on a request with the operation table's
+reference kernels (the oracle every suite compares drivers against)."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import ops
+from .errors import HalError, OperationError
+from .hal.types import Model, OutputShape, Request, Subgraph
+from .hal.validate import constant_value, merged_dimensions, operand_byte_size, operand_view
+from .ops.base import OpContext
+from .types import ErrorStatus, OperandLifeTime, OperationType, operand_dtype
+
+L = OperandLifeTime
+
+
+def _read(pool, loc, operand_type, dims) -> np.ndarray:
+    dtype = operand_dtype(operand_type)
+    count = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    arr = np.frombuffer(pool.buffer, dtype=dtype, count=count, offset=loc.offset)
+    return arr.reshape(tuple(dims))
+
+
+def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | None, list[int]]],
+                 relaxed: bool = False) -> list[np.ndarray]:
+    """Run ``sg`` given one (value or None if omitted, dims) per subgraph input.
+
+    Returns one numpy array per subgraph output. Raises HalError(GENERAL_FAILURE) naming the
+    operation when a kernel rejects its operands or a computed shape contradicts the model.
+    """
+    values: dict[int, np.ndarray | None] = {}
+    dims_of: dict[int, tuple[int, ...]] = {}
+    omitted: set[int] = set()
+    for idx, (value, dims) in zip(sg.input_indexes, inputs):
+        values[idx] = value
+        dims_of[idx] = tuple(dims)
+        if value is None:
+            omitted.add(idx)
+    for k, operation in enumerate(sg.operations):
+        op_type = OperationType(operation.type)
+        where = f"operation {k} ({op_type.name})"
+        views_in = []
+        for idx in operation.inputs:
+            o = sg.operands[idx]
+            if o.lifetime == L.NO_VALUE:
+                views_in.append(operand_view(o, None, omitted=True))
+            elif idx in values:
+                views_in.append(operand_view(o, values[idx], idx in omitted, dims_of[idx]))
+            else:
+                views_in.append(operand_view(o, constant_value(model, o)))
+        views_out = [operand_view(sg.operands[idx]) for idx in operation.outputs]
+        ctx = OpContext(op_type, views_in, views_out, relaxed)
+        opdef = ops.get(op_type)
+        try:
+            shapes = [tuple(int(d) for d in s) for s in opdef.prepare(ctx)]
+            for view, shape in zip(views_out, shapes):
+                view.dims = shape
+            with np.errstate(all="ignore"):
+                results = opdef.execute(ctx)
+        except OperationError as e:
+            raise HalError(ErrorStatus.GENERAL_FAILURE, f"{where}: {e}") from None
+        except HalError:
+            raise
+        except Exception as e:  # a reference kernel bug must not crash the caller
+            raise HalError(ErrorStatus.GENERAL_FAILURE,
+                           f"{where}: reference kernel raised {type(e).__name__}: {e}") from e
+        for j, (idx, shape, result) in enumerate(zip(operation.outputs, shapes, results)):
+            declared = sg.operands[idx].dimensions
+            if tuple(result.shape) != shape:
+                raise HalError(ErrorStatus.GENERAL_FAILURE,
+                               f"{where}: kernel produced shape {result.shape} for output {j}, "
+                               f"prepare inferred {shape}")
+            if declared and (len(declared) != len(shape) or
+                             any(d not in (0, s) for d, s in zip(declared, shape))):
+                raise HalError(ErrorStatus.GENERAL_FAILURE,
+                               f"{where}: output {j} (operand {idx}) has shape {list(shape)}, "
+                               f"the model declares {list(declared)}")
+            values[idx] = np.ascontiguousarray(result, dtype=operand_dtype(sg.operands[idx].type))
+            dims_of[idx] = shape
+    return [values[idx] for idx in sg.output_indexes]
+
+
+def execute(model: Model, request: Request) -> list[OutputShape]:
+    """Run ``model`` (validated) on ``request`` (validated), writing outputs into the
+    request's pools.
+
+    Returns one OutputShape per output. Raises HalError: GENERAL_FAILURE when an operation
+    fails; OUTPUT_INSUFFICIENT_SIZE (with ``output_shapes``) when an output buffer is too
+    small for the computed result.
+    """
+    sg = model.main
+    inputs = []
+    for j, (arg, idx) in enumerate(zip(request.inputs, sg.input_indexes)):
+        operand = sg.operands[idx]
+        if arg.has_no_value:
+            inputs.append((None, list(operand.dimensions)))
+            continue
+        dims = merged_dimensions(f"request input {j}", operand, arg.dimensions)
+        inputs.append((_read(request.pools[arg.location.pool_index], arg.location,
+                             operand.type, dims), dims))
+    results = run_subgraph(model, sg, inputs, model.relax_computation_float32_to_float16)
+    shapes, sufficient = [], True
+    for arg, idx, result in zip(request.outputs, sg.output_indexes, results):
+        data = result.tobytes()
+        ok = arg.has_no_value or len(data) <= arg.location.length
+        shapes.append(OutputShape(list(result.shape), ok))
+        sufficient &= ok
+    if not sufficient:
+        raise HalError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE,
+                       "output buffer too small: " + ", ".join(
+                           f"output {j} needs {operand_byte_size(sg.operands[i].type, s.dimensions)} bytes"
+                           for j, (i, s) in enumerate(zip(sg.output_indexes, shapes))
+                           if not s.is_sufficient), output_shapes=shapes)
+    for arg, result in zip(request.outputs, results):
+        if arg.has_no_value:
+            continue
+        data = result.tobytes()
+        off = arg.location.offset
+        request.pools[arg.location.pool_index].buffer[off:off + len(data)] = data
+    return shapes

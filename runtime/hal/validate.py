@@ -1,0 +1,323 @@
+"""Structural validation of HAL models and requests (the rules of AOSP's
+``ValidateHal``/``Validation``), plus each operation's own rules from the operation table.
+
+Every failure raises :class:`runtime.errors.HalError` with ``INVALID_ARGUMENT`` and a
+message naming the subgraph, operand or operation at fault and the rule broken.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import ops
+from ..errors import HalError, OperationError
+from ..ops.base import OperandView, OpContext
+from ..types import (ErrorStatus, OperandLifeTime, OperandType, OperationType,
+                     is_quantized_type, is_tensor_type, operand_dtype, operand_element_size)
+from .types import Model, Operand, Request, Subgraph
+
+L = OperandLifeTime
+T = OperandType
+
+#: No tensor may hold more bytes than this (hostile sizes are rejected before allocating).
+MAX_OPERAND_BYTES = 2**31 - 1
+
+_ZERO_POINT_RANGE = {
+    T.TENSOR_QUANT8_ASYMM: (0, 255),
+    T.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
+    T.TENSOR_QUANT8_SYMM: (0, 0),
+    T.TENSOR_QUANT16_ASYMM: (0, 65535),
+    T.TENSOR_QUANT16_SYMM: (0, 0),
+    T.TENSOR_QUANT8_SYMM_PER_CHANNEL: (0, 0),
+}
+
+
+def _fail(message: str):
+    raise HalError(ErrorStatus.INVALID_ARGUMENT, message)
+
+
+def operand_byte_size(operand_type: OperandType, dims) -> int:
+    """Bytes needed by an operand of ``operand_type`` and fully specified ``dims``
+    (scalars: element size). Returns 0 when a dimension is unknown."""
+    n = 1
+    for d in dims:
+        n *= int(d)
+    return n * operand_element_size(operand_type)
+
+
+def _check_operand(where: str, op: Operand, model: Model, n_referenced: int) -> None:
+    try:
+        t = OperandType(op.type)
+    except ValueError:
+        _fail(f"{where}: type {op.type} is not a valid OperandType")
+    dims = list(op.dimensions)
+    if any((not isinstance(d, (int, np.integer))) or d < 0 or d > 0xFFFFFFFF for d in dims):
+        _fail(f"{where}: dimensions {dims} must be uint32 values")
+    if not is_tensor_type(t):
+        if dims:
+            _fail(f"{where}: scalar type {t.name} must have no dimensions, got {dims}")
+    elif len(dims) > 16:
+        _fail(f"{where}: rank {len(dims)} is absurd (more than 16)")
+    elif 0 not in dims and operand_byte_size(t, dims) > MAX_OPERAND_BYTES:
+        _fail(f"{where}: {t.name}{dims} needs more than 2^31 bytes")
+    scale, zp = op.scale, op.zero_point
+    if not math.isfinite(scale) or scale < 0:
+        _fail(f"{where}: scale {scale} must be finite and >= 0")
+    if t in _ZERO_POINT_RANGE:
+        lo, hi = _ZERO_POINT_RANGE[t]
+        if t == T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+            if scale != 0 or zp != 0:
+                _fail(f"{where}: {t.name} must have scale 0 and zeroPoint 0 (scales are per channel)")
+            ep = op.extra_params
+            if ep is None:
+                _fail(f"{where}: {t.name} needs per-channel quantization parameters")
+            if not 0 <= ep.channel_dim < max(len(dims), 1):
+                _fail(f"{where}: channelDim {ep.channel_dim} is out of range for rank {len(dims)}")
+            if dims and dims[ep.channel_dim] not in (0, len(ep.scales)):
+                _fail(f"{where}: {len(ep.scales)} scales for {dims[ep.channel_dim]} channels")
+            if any(not (s > 0 and math.isfinite(s)) for s in ep.scales):
+                _fail(f"{where}: per-channel scales must be positive")
+        else:
+            if scale <= 0:
+                _fail(f"{where}: {t.name} scale {scale} must be > 0")
+            if not lo <= zp <= hi:
+                _fail(f"{where}: {t.name} zeroPoint {zp} must be in [{lo}, {hi}]")
+    elif t != T.TENSOR_INT32 and t != T.SUBGRAPH and (scale != 0 or zp != 0):
+        _fail(f"{where}: {t.name} must have scale 0 and zeroPoint 0, got {scale}/{zp}")
+    elif t == T.TENSOR_INT32 and zp != 0 and scale == 0:
+        _fail(f"{where}: TENSOR_INT32 zeroPoint {zp} needs a scale")
+
+    loc = op.location
+    try:
+        lt = OperandLifeTime(op.lifetime)
+    except ValueError:
+        _fail(f"{where}: lifetime {op.lifetime} is not a valid OperandLifeTime")
+    if loc.offset < 0 or loc.length < 0 or loc.pool_index < 0:
+        _fail(f"{where}: location {loc} has a negative field")
+    if lt in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE):
+        if 0 in dims or (is_tensor_type(t) and not dims):
+            _fail(f"{where}: constant operand must have fully specified dimensions, got {dims}")
+        if lt == L.CONSTANT_COPY:
+            if loc.pool_index != 0 or loc.offset + loc.length > len(model.operand_values):
+                _fail(f"{where}: CONSTANT_COPY location {loc} is outside operandValues "
+                      f"({len(model.operand_values)} bytes)")
+        else:
+            if loc.pool_index >= len(model.pools):
+                _fail(f"{where}: CONSTANT_REFERENCE pool {loc.pool_index} does not exist "
+                      f"({len(model.pools)} pools)")
+            if loc.offset + loc.length > model.pools[loc.pool_index].size:
+                _fail(f"{where}: CONSTANT_REFERENCE location {loc} is outside pool "
+                      f"{loc.pool_index} ({model.pools[loc.pool_index].size} bytes)")
+        if t != T.SUBGRAPH and loc.length != operand_byte_size(t, dims):
+            _fail(f"{where}: constant holds {loc.length} bytes, {t.name}{dims} needs "
+                  f"{operand_byte_size(t, dims)}")
+    elif lt == L.SUBGRAPH:
+        if t != T.SUBGRAPH:
+            _fail(f"{where}: SUBGRAPH lifetime needs operand type SUBGRAPH, got {t.name}")
+        if loc.offset >= n_referenced or loc.length != 0:
+            _fail(f"{where}: subgraph reference {loc.offset} is out of range ({n_referenced} referenced)")
+    elif (loc.pool_index, loc.offset, loc.length) != (0, 0, 0):
+        _fail(f"{where}: {lt.name} operand must have an empty location, got {loc}")
+    if t == T.SUBGRAPH and lt != L.SUBGRAPH:
+        _fail(f"{where}: operand type SUBGRAPH needs lifetime SUBGRAPH, got {lt.name}")
+
+
+def _signature_error(opdef, inputs, outputs, feature_level) -> str:
+    """Explain why no signature of ``opdef`` fits (the signature that fits longest)."""
+    best, best_pos = None, -1
+    for s in opdef.signatures:
+        if s.feature_level > feature_level:
+            continue
+        if len(s.inputs) != len(inputs) or len(s.outputs) != len(outputs):
+            continue
+        pos = 0
+        for a, o in list(zip(s.inputs, inputs)) + list(zip(s.outputs, outputs)):
+            if not a.accepts(o.type, o.dims, o.omitted):
+                break
+            pos += 1
+        if pos > best_pos:
+            best, best_pos = s, pos
+    if best is None:
+        counts = sorted({(len(s.inputs), len(s.outputs)) for s in opdef.signatures
+                         if s.feature_level <= feature_level})
+        return (f"takes {' or '.join(f'{i} inputs and {o} outputs' for i, o in counts)}, "
+                f"got {len(inputs)} inputs and {len(outputs)} outputs")
+    n_in = len(best.inputs)
+    slot = best.inputs[best_pos] if best_pos < n_in else best.outputs[best_pos - n_in]
+    view = inputs[best_pos] if best_pos < n_in else outputs[best_pos - n_in]
+    kind = f"input {best_pos}" if best_pos < n_in else f"output {best_pos - n_in}"
+    if view.type != slot.type:
+        return (f"{kind} ({slot.name}) has type {T(view.type).name}, expected {slot.type.name} "
+                f"[{best.describe()}]")
+    return f"{kind} ({slot.name}) has rank {len(view.dims)}, allowed ranks {list(slot.ranks)}"
+
+
+def constant_value(model: Model, operand: Operand) -> np.ndarray | None:
+    """The numpy value of a CONSTANT_COPY / CONSTANT_REFERENCE operand (a view, not a
+    copy), shaped by its dimensions; None for other lifetimes."""
+    loc = operand.location
+    if operand.lifetime == L.CONSTANT_COPY:
+        buf = model.operand_values
+    elif operand.lifetime == L.CONSTANT_REFERENCE:
+        buf = model.pools[loc.pool_index].buffer
+    else:
+        return None
+    dtype = operand_dtype(operand.type)
+    arr = np.frombuffer(buf, dtype=dtype, count=loc.length // dtype.itemsize, offset=loc.offset)
+    return arr.reshape(tuple(operand.dimensions))
+
+
+def operand_view(operand: Operand, value=None, omitted: bool = False, dims=None) -> OperandView:
+    """The :class:`OperandView` of a HAL operand (optionally with refined ``dims``)."""
+    cq = None
+    if operand.extra_params is not None:
+        cq = (np.asarray(operand.extra_params.scales, np.float32), operand.extra_params.channel_dim)
+    return OperandView(T(operand.type), tuple(dims if dims is not None else operand.dimensions),
+                       operand.scale, operand.zero_point, value, omitted, cq)
+
+
+def _check_subgraph(name: str, sg: Subgraph, model: Model, feature_level: int) -> None:
+    n = len(sg.operands)
+    for i, op in enumerate(sg.operands):
+        _check_operand(f"{name} operand {i}", op, model, len(model.referenced))
+    for kind, indexes, lifetime in (("input", sg.input_indexes, L.SUBGRAPH_INPUT),
+                                    ("output", sg.output_indexes, L.SUBGRAPH_OUTPUT)):
+        if len(set(indexes)) != len(indexes):
+            _fail(f"{name}: {kind} indexes {list(indexes)} repeat an operand")
+        for j, idx in enumerate(indexes):
+            if not 0 <= idx < n:
+                _fail(f"{name}: {kind} {j} refers to operand {idx}, out of range ({n} operands)")
+            if sg.operands[idx].lifetime != lifetime:
+                _fail(f"{name}: {kind} {j} (operand {idx}) has lifetime "
+                      f"{L(sg.operands[idx].lifetime).name}, expected {lifetime.name}")
+        declared = {i for i, o in enumerate(sg.operands) if o.lifetime == lifetime}
+        if declared != set(indexes):
+            extra = sorted(declared - set(indexes))
+            _fail(f"{name}: operand {extra[0]} has lifetime {lifetime.name} but is not a "
+                  f"subgraph {kind}")
+
+    written = {i for i, o in enumerate(sg.operands)
+               if o.lifetime in (L.SUBGRAPH_INPUT, L.CONSTANT_COPY, L.CONSTANT_REFERENCE,
+                                 L.NO_VALUE, L.SUBGRAPH)}
+    consumers = [0] * n
+    for k, operation in enumerate(sg.operations):
+        try:
+            op_type = OperationType(operation.type)
+        except ValueError:
+            _fail(f"{name} operation {k}: type {operation.type} is not a valid OperationType")
+        where = f"{name} operation {k} ({op_type.name})"
+        for kind, idxs in (("input", operation.inputs), ("output", operation.outputs)):
+            for j, idx in enumerate(idxs):
+                if not 0 <= idx < n:
+                    _fail(f"{where}: {kind} {j} refers to operand {idx}, out of range ({n} operands)")
+        for j, idx in enumerate(operation.inputs):
+            consumers[idx] += 1
+            if idx not in written:
+                _fail(f"{where}: input {j} (operand {idx}) is read before it is written "
+                      f"(operations out of execution order, a cycle, or no writer)")
+        for j, idx in enumerate(operation.outputs):
+            lt = sg.operands[idx].lifetime
+            if lt not in (L.TEMPORARY_VARIABLE, L.SUBGRAPH_OUTPUT):
+                _fail(f"{where}: output {j} (operand {idx}) has lifetime {L(lt).name}; "
+                      f"outputs must be TEMPORARY_VARIABLE or SUBGRAPH_OUTPUT")
+            if idx in written:
+                _fail(f"{where}: output {j} (operand {idx}) is written more than once")
+            written.add(idx)
+        _check_operation(where, op_type, operation, sg, model, feature_level)
+    for i, op in enumerate(sg.operands):
+        if op.number_of_consumers != consumers[i]:
+            _fail(f"{name} operand {i}: numberOfConsumers is {op.number_of_consumers}, "
+                  f"but {consumers[i]} operation inputs use it")
+        if i not in written:
+            _fail(f"{name} operand {i}: {L(op.lifetime).name} operand is never written")
+
+
+def _check_operation(where, op_type, operation, sg, model, feature_level) -> None:
+    opdef = ops.get(op_type)
+    if opdef is None:
+        _fail(f"{where}: operation is not implemented in the operation table")
+    views_in = []
+    for idx in operation.inputs:
+        o = sg.operands[idx]
+        views_in.append(operand_view(o, constant_value(model, o), o.lifetime == L.NO_VALUE))
+    views_out = [operand_view(sg.operands[idx]) for idx in operation.outputs]
+    if opdef.match(views_in, views_out, feature_level) is None:
+        _fail(f"{where}: {_signature_error(opdef, views_in, views_out, feature_level)}")
+    for j, v in enumerate(views_in):
+        if v.omitted and not opdef.match(views_in, views_out, feature_level).inputs[j].optional:
+            _fail(f"{where}: input {j} has no value but is not optional")
+    if opdef.validate is not None:
+        ctx = OpContext(op_type, views_in, views_out, model.relax_computation_float32_to_float16)
+        try:
+            opdef.validate(ctx)
+        except OperationError as e:
+            _fail(f"{where}: {e}")
+
+
+def validate_model(model: Model, feature_level: int = 8) -> None:
+    """Check ``model`` against the HAL's structural rules and every operation's signature
+    and rules up to ``feature_level``.
+
+    Raises HalError(INVALID_ARGUMENT) naming the culprit. Returns None when valid.
+    """
+    for i, pool in enumerate(model.pools):
+        if not hasattr(pool, "buffer"):
+            _fail(f"pool {i}: not a memory object")
+    _check_subgraph("main", model.main, model, feature_level)
+    for r, sg in enumerate(model.referenced):
+        _check_subgraph(f"referenced subgraph {r}", sg, model, feature_level)
+
+
+def merged_dimensions(where: str, operand: Operand, arg_dims) -> list[int]:
+    """The operand's dimensions refined by a request argument's ``arg_dims`` (HAL rule:
+    same rank, and every dimension the operand specifies must match)."""
+    dims = list(operand.dimensions)
+    if not arg_dims:
+        return dims
+    if not is_tensor_type(operand.type):
+        _fail(f"{where}: a scalar operand cannot take dimensions {list(arg_dims)}")
+    if dims and len(arg_dims) != len(dims):
+        _fail(f"{where}: dimensions {list(arg_dims)} have rank {len(arg_dims)}, operand has rank {len(dims)}")
+    if dims:
+        for a, d in zip(arg_dims, dims):
+            if d != 0 and a != d:
+                _fail(f"{where}: dimensions {list(arg_dims)} contradict the operand's {dims}")
+    return [a if a != 0 else d for a, d in zip(arg_dims, dims)] if dims else list(arg_dims)
+
+
+def validate_request(request: Request, model: Model) -> None:
+    """Check ``request`` against ``model``'s main subgraph: argument counts, pool indexes and
+    ranges, dimensions, and fully specified input sizes.
+
+    Raises HalError(INVALID_ARGUMENT) naming the argument at fault.
+    """
+    sg = model.main
+    for kind, args, indexes in (("input", request.inputs, sg.input_indexes),
+                                ("output", request.outputs, sg.output_indexes)):
+        if len(args) != len(indexes):
+            _fail(f"request has {len(args)} {kind}s, the model has {len(indexes)}")
+        for j, (arg, idx) in enumerate(zip(args, indexes)):
+            where = f"request {kind} {j}"
+            operand = sg.operands[idx]
+            loc = arg.location
+            if arg.has_no_value:
+                if (loc.pool_index, loc.offset, loc.length) != (0, 0, 0) or arg.dimensions:
+                    _fail(f"{where}: an argument with no value must have no location or dimensions")
+                continue
+            if not 0 <= loc.pool_index < len(request.pools):
+                _fail(f"{where}: pool {loc.pool_index} does not exist ({len(request.pools)} pools)")
+            if loc.offset < 0 or loc.length < 0 or \
+                    loc.offset + loc.length > request.pools[loc.pool_index].size:
+                _fail(f"{where}: location {loc} is outside pool {loc.pool_index} "
+                      f"({request.pools[loc.pool_index].size} bytes)")
+            dims = merged_dimensions(where, operand, arg.dimensions)
+            if kind == "input":
+                if is_tensor_type(operand.type) and (not dims or 0 in dims):
+                    _fail(f"{where}: input dimensions {dims} are not fully specified")
+                need = operand_byte_size(operand.type, dims)
+                if need > MAX_OPERAND_BYTES:
+                    _fail(f"{where}: {need} bytes is more than 2^31")
+                if loc.length < need:
+                    _fail(f"{where}: buffer of {loc.length} bytes, {T(operand.type).name}{dims} "
+                          f"needs {need}")

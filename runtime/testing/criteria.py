@@ -1,0 +1,83 @@
+"""NNAPI accuracy criteria (AOSP ``TestHarness`` / NNAPI driver docs), used by every suite.
+
+Element-wise rule: ``|actual - expected| <= atol + rtol * |expected|``, per operand type:
+
+==========================  ===================================  ========================
+type                        atol                                 rtol
+==========================  ===================================  ========================
+TENSOR_FLOAT32              1e-5                                 5 * 1.1920928955078125e-7
+TENSOR_FLOAT32, relaxed     5 * 0.0009765625                     5 * 0.0009765625
+TENSOR_FLOAT16              5 * 0.0009765625                     5 * 0.0009765625
+8-bit quantized             1 (3 for mobilenet_quantized)        0
+16-bit quantized            1                                    0
+TENSOR_INT32 / INT32        0 (exact)                            0
+TENSOR_BOOL8 / BOOL         exact                                exact
+==========================  ===================================  ========================
+
+A float32 model is "relaxed" when ``relaxComputationFloat32toFloat16`` is set or any of its
+operands is TENSOR_FLOAT16 (as in the AOSP harness).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..types import OperandType
+
+T = OperandType
+FP32_ATOL = 1e-5
+FP32_RTOL = 5 * 1.1920928955078125e-7
+FP16_TOL = 5 * 0.0009765625
+QUANT8_TYPES = {T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
+                T.TENSOR_QUANT8_SYMM_PER_CHANNEL}
+QUANT16_TYPES = {T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT16_SYMM}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Absolute and relative tolerance; ``exact`` compares bit-for-bit values."""
+
+    atol: float
+    rtol: float = 0.0
+    exact: bool = False
+
+
+def tolerance_for(operand_type: OperandType, relaxed: bool, name: str = "") -> Tolerance:
+    """The tolerance for an output of ``operand_type`` in a model that is ``relaxed`` (or
+    has TENSOR_FLOAT16 operands); ``name`` is the test name (mobilenet gets 3 quanta)."""
+    t = T(operand_type)
+    if t in (T.TENSOR_FLOAT32, T.FLOAT32):
+        return Tolerance(FP16_TOL, FP16_TOL) if relaxed else Tolerance(FP32_ATOL, FP32_RTOL)
+    if t in (T.TENSOR_FLOAT16, T.FLOAT16):
+        return Tolerance(FP16_TOL, FP16_TOL)
+    if t in QUANT8_TYPES:
+        return Tolerance(3 if "mobilenet" in name else 1)
+    if t in QUANT16_TYPES:
+        return Tolerance(1)
+    return Tolerance(0, 0, exact=True)
+
+
+def compare(expected: np.ndarray, actual: np.ndarray, tol: Tolerance, max_report: int = 3) -> str | None:
+    """None when ``actual`` meets ``tol`` against ``expected``; otherwise a message giving
+    the number of bad elements and the first few (index, expected, actual)."""
+    expected = np.asarray(expected)
+    actual = np.asarray(actual)
+    if expected.size != actual.size:
+        return f"{actual.size} elements, expected {expected.size}"
+    e = expected.reshape(-1)
+    a = actual.reshape(-1)
+    if tol.exact:
+        bad = e != a
+    else:
+        ef, af = e.astype(np.float64), a.astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            bad = ~(np.abs(af - ef) <= tol.atol + tol.rtol * np.abs(ef))
+    n_bad = int(np.count_nonzero(bad))
+    if n_bad == 0:
+        return None
+    idx = np.flatnonzero(bad)[:max_report]
+    shape = expected.shape if expected.ndim else (1,)
+    details = ", ".join(f"[{','.join(map(str, np.unravel_index(i, shape)))}] expected "
+                        f"{e[i].item()!r} got {a[i].item()!r}" for i in idx)
+    return f"{n_bad} of {e.size} elements off (atol={tol.atol}, rtol={tol.rtol}): {details}"
