@@ -2,10 +2,12 @@
 implicit padding, and float32/float16 handling."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..types import FuseCode, OperandType, PaddingCode, operand_dtype
-from .base import OperandView, check
+from .base import Arg, OperandView, check, scalar
 
 QUANT_RANGES = {
     OperandType.TENSOR_QUANT8_ASYMM: (0, 255),
@@ -105,3 +107,134 @@ def conv_out_size(in_size: int, filter_size: int, stride: int, pad_head: int, pa
     """Output extent of a convolution/pooling window along one axis."""
     eff = (filter_size - 1) * dilation + 1
     return (in_size - eff + pad_head + pad_tail) // stride + 1
+
+
+# --- 2-D sliding windows: CONV_2D, DEPTHWISE_CONV_2D, AVERAGE/L2/MAX_POOL_2D (NHWC) ----------
+
+def window_args(explicit: bool) -> list[Arg]:
+    """Signature slots of the padding and stride scalars (all INT32) of a 2-D window
+    operation: explicit ``[padding_left, padding_right, padding_top, padding_bottom,
+    stride_width, stride_height]`` or implicit ``[padding_scheme, stride_width,
+    stride_height]`` (NNAPI CONV_2D / DEPTHWISE_CONV_2D / *_POOL_2D, FL1)."""
+    names = (["padding_left", "padding_right", "padding_top", "padding_bottom"] if explicit
+             else ["padding_scheme"]) + ["stride_width", "stride_height"]
+    return [scalar(n, OperandType.INT32) for n in names]
+
+
+@dataclass(frozen=True)
+class Window2D:
+    """Window geometry of a 2-D NHWC convolution or pooling: filter size, strides and
+    explicit padding (after resolving an implicit PaddingCode), and the output size."""
+
+    filter_hw: tuple[int, int]
+    stride_hw: tuple[int, int]
+    pad_top: int
+    pad_bottom: int
+    pad_left: int
+    pad_right: int
+    out_hw: tuple[int, int]
+
+
+def read_window(ctx, first: int, explicit: bool, in_hw: tuple[int, int],
+                filter_hw: tuple[int, int]) -> Window2D:
+    """Read the padding/stride scalars starting at input ``first`` (layout of
+    :func:`window_args`) and resolve them against the input height/width ``in_hw`` and the
+    filter height/width ``filter_hw``.
+
+    Raises OperationError (rules of the AOSP CPU ``prepare`` of CONV_2D, DEPTHWISE_CONV_2D
+    and the poolings, FL1): strides and filter sizes must be > 0, paddings >= 0, every
+    padding smaller than the filter extent on its axis, a padding scheme SAME or VALID,
+    and the output height and width (``(in - filter + head + tail) // stride + 1``) > 0.
+    """
+    (fh, fw), (h, w) = filter_hw, in_hw
+    if explicit:
+        left, right, top, bottom = (ctx.scalar(first + i) for i in range(4))
+        sw, sh = ctx.scalar(first + 4), ctx.scalar(first + 5)
+    else:
+        scheme, sw, sh = ctx.scalar(first), ctx.scalar(first + 1), ctx.scalar(first + 2)
+    check(sw > 0 and sh > 0, f"stride width {sw} and height {sh} must be > 0")
+    check(fw > 0 and fh > 0, f"filter width {fw} and height {fh} must be > 0")
+    if not explicit:
+        top, bottom = implicit_padding(scheme, h, sh, fh)
+        left, right = implicit_padding(scheme, w, sw, fw)
+    check(min(left, right, top, bottom) >= 0,
+          f"paddings (left {left}, right {right}, top {top}, bottom {bottom}) must be >= 0")
+    check(max(left, right) < fw and max(top, bottom) < fh,
+          f"paddings (left {left}, right {right}, top {top}, bottom {bottom}) must be smaller "
+          f"than the filter ({fw} wide, {fh} high)")
+    out_h, out_w = conv_out_size(h, fh, sh, top, bottom), conv_out_size(w, fw, sw, left, right)
+    check(out_h > 0 and out_w > 0,
+          f"output height {out_h} and width {out_w} must be > 0 (input {h}x{w}, filter {fh}x{fw})")
+    return Window2D((fh, fw), (sh, sw), top, bottom, left, right, (out_h, out_w))
+
+
+def sliding_windows(x: np.ndarray, win: Window2D, fill: float = 0.0) -> np.ndarray:
+    """Windows of NHWC ``x`` [N, H, W, C] padded with ``fill``: a read-only view of shape
+    [N, out_h, out_w, filter_h, filter_w, C]; window (i, j) starts at input row
+    ``i * stride_h - pad_top`` and column ``j * stride_w - pad_left``."""
+    n, h, w, c = x.shape
+    padded = np.full((n, h + win.pad_top + win.pad_bottom, w + win.pad_left + win.pad_right, c),
+                     fill, dtype=x.dtype)
+    padded[:, win.pad_top:win.pad_top + h, win.pad_left:win.pad_left + w] = x
+    (fh, fw), (sh, sw), (oh, ow) = win.filter_hw, win.stride_hw, win.out_hw
+    view = np.lib.stride_tricks.sliding_window_view(padded, (fh, fw), axis=(1, 2))
+    return view[:, ::sh, ::sw][:, :oh, :ow].transpose(0, 1, 2, 4, 5, 3)
+
+
+# --- quantized bias / output scale rules: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED -------
+
+def check_quant_bias(inp: OperandView, weights: OperandView, bias: OperandView) -> None:
+    """For a TENSOR_QUANT8_ASYMM ``inp``: the TENSOR_INT32 ``bias`` must have zeroPoint 0 and
+    scale ``inp.scale * weights.scale`` (binary32 product; equal within a relative 1e-6, the
+    tolerance of AOSP ``GetQuantizedConvolutionMultiplier``). NNAPI CONV_2D,
+    DEPTHWISE_CONV_2D, FULLY_CONNECTED (FL1). Raises OperationError."""
+    if inp.type != OperandType.TENSOR_QUANT8_ASYMM:
+        return
+    product = float(np.float32(inp.scale) * np.float32(weights.scale))
+    check(abs(product - bias.scale) <= 1e-6 * min(product, bias.scale),
+          f"bias scale {bias.scale} must equal input scale * filter scale ({product})")
+    check(bias.zero_point == 0, f"bias zeroPoint {bias.zero_point} must be 0")
+
+
+def meets_fl1_output_scale(inp: OperandView, weights: OperandView, out: OperandView) -> bool:
+    """The feature level 1-2 rule of CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED: a
+    TENSOR_QUANT8_ASYMM output needs ``output_scale > input_scale * filter_scale`` (binary32).
+    AOSP treats a model breaking it as feature level 3, not as invalid; always True for
+    other types."""
+    if inp.type != OperandType.TENSOR_QUANT8_ASYMM:
+        return True
+    return bool(np.float32(out.scale) > np.float32(inp.scale) * np.float32(weights.scale))
+
+
+def bias_to_float(bias: OperandView) -> np.ndarray:
+    """Real values (float64) of a bias: a float tensor as is, a TENSOR_INT32 bias of a
+    quantized operation as ``value * scale`` (zeroPoint 0)."""
+    if bias.type == OperandType.TENSOR_INT32:
+        return bias.value.astype(np.float64) * np.float64(np.float32(bias.scale))
+    return to_float(bias)
+
+
+# --- shape operands and raw data movement: shape_ops, reduce --------------------------------
+
+def check_same_quant(inp: OperandView, out: OperandView, what: str) -> None:
+    """For a quantized ``out``: its scale (compared as binary32) and zeroPoint must equal
+    ``inp``'s, the rule of operations that move quantized values unchanged (NNAPI RESHAPE,
+    SQUEEZE, TRANSPOSE, PAD, ... "the scale and zeroPoint must be the same as input0").
+    No-op for other types. Raises OperationError naming ``what``."""
+    if not is_quant(out):
+        return
+    check(np.float32(inp.scale) == np.float32(out.scale) and inp.zero_point == out.zero_point,
+          f"{what}: output scale {out.scale} and zeroPoint {out.zero_point} must equal input "
+          f"scale {inp.scale} and zeroPoint {inp.zero_point}")
+
+
+def int_vector(ctx, index: int, name: str, length: int | None = None) -> list[int]:
+    """The values of the 1-D TENSOR_INT32 input ``index`` of ``ctx`` as Python ints.
+
+    Raises OperationError if it has no value, is not 1-D, or (``length`` given) does not
+    hold exactly ``length`` values; ``name`` names the input in the message."""
+    v = ctx.value(index)
+    check(v.ndim == 1, f"input {index} ({name}) must be a 1-D tensor, got shape {list(v.shape)}")
+    check(length is None or v.shape[0] == length,
+          f"input {index} ({name}) must hold {length} values, got {v.shape[0]}")
+    return [int(x) for x in v]

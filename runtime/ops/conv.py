@@ -1,1 +1,120 @@
-"""Placeholder: filled in by the family implementation."""
+"""Convolutions: CONV_2D and DEPTHWISE_CONV_2D (NHWC, feature levels 1-2).
+
+Both take an input [batches, height, width, depth_in], a 4-D filter, a 1-D bias, the
+padding (explicit: left, right, top, bottom; implicit: a PaddingCode) and strides (width,
+height), DEPTHWISE_CONV_2D a depth multiplier, and a FuseCode; the output is
+[batches, out_height, out_width, depth_out]. Types: TENSOR_FLOAT32 (float32 bias) or
+TENSOR_QUANT8_ASYMM (TENSOR_INT32 bias of scale input_scale * filter_scale, zeroPoint 0).
+
+Semantics: NNAPI ``types.spec`` (CONV_2D = 3, DEPTHWISE_CONV_2D = 4; FL1) and the AOSP CPU
+``prepare`` of ``Conv2D.cpp`` / ``DepthwiseConv2D.cpp`` for the shape rules. Quantized
+results are computed from dequantized values in float64 and requantized (round half away
+from zero, saturate). The FL1-2 rule ``output_scale > input_scale * filter_scale`` is not
+enforced here: AOSP reads a model breaking it as a feature level 3 model, not an invalid
+one (see :func:`.common.meets_fl1_output_scale`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import OperandType, OperationType
+from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
+from .common import (Window2D, apply_activation, bias_to_float, check_fuse_code,
+                     check_quant_bias, from_float, read_window, sliding_windows, to_float,
+                     window_args)
+
+T = OperandType
+F32, Q8, I32 = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
+
+
+def _signatures(depthwise: bool):
+    """FL1 signatures: float32 and quant8 (int32 bias), each with explicit padding (10
+    inputs; DEPTHWISE_CONV_2D 11) and implicit padding (7; DEPTHWISE_CONV_2D 8)."""
+    sigs = []
+    for t, bias_t in ((F32, F32), (Q8, I32)):
+        for explicit in (True, False):
+            inputs = [tensor("input", t, (4,)), tensor("filter", t, (4,)),
+                      tensor("bias", bias_t, (1,)), *window_args(explicit)]
+            if depthwise:
+                inputs.append(scalar("depth_multiplier", T.INT32))
+            inputs.append(scalar("activation", T.INT32))
+            sigs.append(sig(1, inputs, [tensor("output", t, (4,))]))
+    return tuple(sigs)
+
+
+def _validate(ctx: OpContext) -> None:
+    """Model-time rule (FL1): a quant8 convolution's int32 bias has scale
+    input_scale * filter_scale and zeroPoint 0. Raises OperationError."""
+    check_quant_bias(*ctx.inputs[:3])
+
+
+def _params(ctx: OpContext, depthwise: bool) -> tuple[Window2D, int, int, int]:
+    """Check shapes and scalars; returns (window, depth_multiplier, fuse code, depth_out).
+
+    Rules (AOSP CPU prepare, FL1): input and filter rank 4, bias rank 1; height, width,
+    depth_in and depth_out > 0. CONV_2D: filter [depth_out, fh, fw, depth_in].
+    DEPTHWISE_CONV_2D: filter [1, fh, fw, depth_out], depth_multiplier > 0 and
+    depth_in * depth_multiplier == depth_out. bias [depth_out]. Window rules:
+    :func:`.common.read_window`. Raises OperationError.
+    """
+    inp, flt, bias = ctx.inputs[:3]
+    check(inp.rank == 4 and flt.rank == 4 and bias.rank == 1,
+          f"input {inp.dims} and filter {flt.dims} must be 4-D, bias {bias.dims} 1-D")
+    _, h, w, depth_in = inp.dims
+    explicit = len(ctx.inputs) == (11 if depthwise else 10)
+    nxt = 9 if explicit else 6  # first input after the padding and strides
+    multiplier = 1
+    if depthwise:
+        multiplier, depth_out = ctx.scalar(nxt), flt.dims[3]
+        check(flt.dims[0] == 1, f"filter {flt.dims} must have 1 as its first dimension")
+        check(multiplier > 0, f"depth_multiplier {multiplier} must be > 0")
+        check(depth_in * multiplier == depth_out,
+              f"depth_in {depth_in} * depth_multiplier {multiplier} must equal the filter's "
+              f"depth_out {depth_out}")
+    else:
+        depth_out = flt.dims[0]
+        check(flt.dims[3] == depth_in,
+              f"filter depth_in {flt.dims[3]} must equal the input depth {depth_in}")
+    check(bias.dims[0] == depth_out, f"bias size {bias.dims[0]} must equal depth_out {depth_out}")
+    check(h > 0 and w > 0 and depth_in > 0 and depth_out > 0,
+          f"input {inp.dims} and depth_out {depth_out} must be non-empty (only batches may be 0)")
+    activation = ctx.scalar(nxt + depthwise)
+    check_fuse_code(activation)
+    win = read_window(ctx, 3, explicit, (h, w), (flt.dims[1], flt.dims[2]))
+    return win, multiplier, activation, depth_out
+
+
+def _kernel(depthwise: bool):
+    def prepare(ctx: OpContext):
+        """Output [batches, out_height, out_width, depth_out]."""
+        win, _, _, depth_out = _params(ctx, depthwise)
+        return [(ctx.inputs[0].dims[0], *win.out_hw, depth_out)]
+
+    def execute(ctx: OpContext):
+        """Sum over the window (and, for CONV_2D, depth_in) of input * filter, plus bias,
+        then the fused activation; float64 from real values, stored in the output type."""
+        win, multiplier, activation, depth_out = _params(ctx, depthwise)
+        inp, flt, bias = ctx.inputs[:3]
+        patches = sliding_windows(to_float(inp), win)  # [n, oh, ow, fh, fw, depth_in]
+        f = to_float(flt)
+        if depthwise:  # output channel c * multiplier + m reads input channel c
+            fh, fw = win.filter_hw
+            f = f.reshape(fh, fw, inp.dims[3], multiplier)
+            real = np.einsum("nijhwc,hwcm->nijcm", patches, f)
+            real = real.reshape(*real.shape[:3], depth_out)
+        else:
+            real = np.tensordot(patches, f, axes=([3, 4, 5], [1, 2, 3]))
+        real = apply_activation(real + bias_to_float(bias), activation)
+        return [from_float(ctx.outputs[0], real)]
+
+    return prepare, execute
+
+
+for _op, _depthwise, _summary in (
+        (OperationType.CONV_2D, False,
+         "2-D convolution (NHWC) with bias and fused activation"),
+        (OperationType.DEPTHWISE_CONV_2D, True,
+         "2-D depthwise convolution (NHWC) with depth multiplier, bias and fused activation")):
+    _prepare, _execute = _kernel(_depthwise)
+    register(OperationDef(_op, _signatures(_depthwise), _prepare, _execute,
+                          validate=_validate, summary=_summary))

@@ -1,1 +1,73 @@
-"""Placeholder: filled in by the family implementation."""
+"""FULLY_CONNECTED (feature levels 1-2): ``output = activation(input * weights' + bias)``.
+
+Inputs: input of rank 2-4, flattened to [batch_size, input_size]; weights
+[num_units, input_size]; bias [num_units]; a FuseCode. Output [batch_size, num_units].
+Types: TENSOR_FLOAT32 (float32 bias) or TENSOR_QUANT8_ASYMM (TENSOR_INT32 bias of scale
+input_scale * weights_scale, zeroPoint 0).
+
+Semantics: NNAPI ``types.spec`` (FULLY_CONNECTED = 9, FL1) and AOSP
+``fully_connected::validateShapes``. Quantized results are computed from dequantized values
+in float64 and requantized. The FL1-2 rule ``output_scale > input_scale * weights_scale``
+is not enforced (AOSP reads a model breaking it as feature level 3; see
+:func:`.common.meets_fl1_output_scale`).
+"""
+from __future__ import annotations
+
+from ..types import OperandType, OperationType
+from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
+from .common import (apply_activation, bias_to_float, check_fuse_code, check_quant_bias,
+                     from_float, to_float)
+
+T = OperandType
+F32, Q8, I32 = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
+
+SIGNATURES = tuple(
+    sig(1, [tensor("input", t, (2, 3, 4)), tensor("weights", t, (2,)),
+            tensor("bias", bias_t, (1,)), scalar("activation", T.INT32)],
+        [tensor("output", t, (2,))])
+    for t, bias_t in ((F32, F32), (Q8, I32)))
+
+
+def validate(ctx: OpContext) -> None:
+    """Model-time rule (FL1): a quant8 FULLY_CONNECTED's int32 bias has scale
+    input_scale * weights_scale and zeroPoint 0. Raises OperationError."""
+    check_quant_bias(*ctx.inputs[:3])
+
+
+def prepare(ctx: OpContext):
+    """Output [batch_size, num_units], batch_size = elements(input) / input_size.
+
+    Raises OperationError (AOSP ``validateShapes``, FL1): input rank 2-4, weights rank 2,
+    bias rank 1; num_units and input_size > 0; input_size divides the input's element
+    count; bias size == num_units; the fuse code is a FuseCode.
+    """
+    inp, weights, bias = ctx.inputs[:3]
+    check(2 <= inp.rank <= 4, f"input {inp.dims} must have rank 2 to 4")
+    check(weights.rank == 2 and bias.rank == 1,
+          f"weights {weights.dims} must be 2-D and bias {bias.dims} 1-D")
+    num_units, input_size = weights.dims
+    check(num_units > 0 and input_size > 0,
+          f"weights {weights.dims}: num_units and input_size must be > 0")
+    elements = 1
+    for d in inp.dims:
+        elements *= d
+    check(elements % input_size == 0,
+          f"input {inp.dims} has {elements} elements, not a multiple of input_size {input_size}")
+    check(bias.dims[0] == num_units, f"bias size {bias.dims[0]} must equal num_units {num_units}")
+    check_fuse_code(ctx.scalar(3))
+    return [(elements // input_size, num_units)]
+
+
+def execute(ctx: OpContext):
+    """Real-valued (float64) matrix product plus bias, fused activation, stored in the
+    output type."""
+    (shape,) = prepare(ctx)
+    inp, weights, bias = ctx.inputs[:3]
+    x = to_float(inp).reshape(shape[0], weights.dims[1])
+    real = x @ to_float(weights).T + bias_to_float(bias)
+    return [from_float(ctx.outputs[0], apply_activation(real, ctx.scalar(3)))]
+
+
+register(OperationDef(OperationType.FULLY_CONNECTED, SIGNATURES, prepare, execute,
+                      validate=validate,
+                      summary="activation(input * weights' + bias), input flattened to 2-D"))

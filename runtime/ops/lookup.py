@@ -1,1 +1,294 @@
-"""Placeholder: filled in by the family implementation."""
+"""Lookup operations of feature level 1: EMBEDDING_LOOKUP, HASHTABLE_LOOKUP and
+LSH_PROJECTION, with the farmhash ``Fingerprint64`` that LSH_PROJECTION hashes with.
+
+Semantics: NNAPI ``NeuralNetworksTypes.h`` / ``types.spec`` of each operation, and the
+AOSP reference CPU implementation where the spec leaves a detail open (noted per rule).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..types import OperandType, OperationType
+from .base import OpContext, OperandView, OperationDef, check, register, scalar, sig, tensor
+from .common import is_quant
+
+T = OperandType
+F32, I32, Q8 = T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM
+
+
+# --- farmhash Fingerprint64 (farmhashna::Hash64), written from the algorithm's definition ---
+
+_M64 = (1 << 64) - 1
+_K0, _K1, _K2 = 0xC3A5C85C97CB3127, 0xB492B66FBE98F273, 0x9AE16A3B2F90404F
+
+
+def _u64(s: bytes, i: int) -> int:
+    return int.from_bytes(s[i:i + 8], "little")
+
+
+def _rot(v: int, r: int) -> int:
+    return ((v >> r) | (v << (64 - r))) & _M64 if r else v
+
+
+def _mix16(u: int, v: int, mul: int) -> int:
+    a = ((u ^ v) * mul) & _M64
+    a ^= a >> 47
+    b = ((v ^ a) * mul) & _M64
+    b ^= b >> 47
+    return (b * mul) & _M64
+
+
+def _weak32(s: bytes, i: int, a: int, b: int) -> tuple[int, int]:
+    w, x, y, z = (_u64(s, i + 8 * k) for k in range(4))
+    a = (a + w) & _M64
+    b = _rot((b + a + z) & _M64, 21)
+    c = a
+    a = (a + x + y) & _M64
+    b = (b + _rot(a, 44)) & _M64
+    return (a + z) & _M64, (b + c) & _M64
+
+
+def _short(s: bytes, n: int, mul: int) -> int:
+    """Fingerprint64 of 0 to 64 bytes."""
+    if n > 32:
+        a, b = (_u64(s, 0) * _K2) & _M64, _u64(s, 8)
+        c, d = (_u64(s, n - 8) * mul) & _M64, (_u64(s, n - 16) * _K2) & _M64
+        y = (_rot((a + b) & _M64, 43) + _rot(c, 30) + d) & _M64
+        z = _mix16(y, (a + _rot((b + _K2) & _M64, 18) + c) & _M64, mul)
+        e, f = (_u64(s, 16) * mul) & _M64, _u64(s, 24)
+        g, h = ((y + _u64(s, n - 32)) * mul) & _M64, ((z + _u64(s, n - 24)) * mul) & _M64
+        return _mix16((_rot((e + f) & _M64, 43) + _rot(g, 30) + h) & _M64,
+                      (e + _rot((f + a) & _M64, 18) + g) & _M64, mul)
+    if n > 16:
+        a, b = (_u64(s, 0) * _K1) & _M64, _u64(s, 8)
+        c, d = (_u64(s, n - 8) * mul) & _M64, (_u64(s, n - 16) * _K2) & _M64
+        return _mix16((_rot((a + b) & _M64, 43) + _rot(c, 30) + d) & _M64,
+                      (a + _rot((b + _K2) & _M64, 18) + c) & _M64, mul)
+    if n >= 8:
+        a, b = (_u64(s, 0) + _K2) & _M64, _u64(s, n - 8)
+        return _mix16((_rot(b, 37) * mul + a) & _M64, ((_rot(a, 25) + b) * mul) & _M64, mul)
+    if n >= 4:
+        first, last = (int.from_bytes(s[i:i + 4], "little") for i in (0, n - 4))
+        return _mix16(n + (first << 3), last, mul)
+    if n > 0:
+        y = s[0] + (s[n >> 1] << 8)
+        z = n + (s[n - 1] << 2)
+        v = ((y * _K2) ^ (z * _K0)) & _M64
+        return ((v ^ (v >> 47)) * _K2) & _M64
+    return _K2
+
+
+def fingerprint64(data: bytes) -> int:
+    """farmhash ``Fingerprint64(data)`` (= ``farmhashna::Hash64``) as an unsigned 64-bit
+    int: the portable, forever-fixed 64-bit hash LSH_PROJECTION uses (AOSP
+    ``LSHProjection.cpp``). Checked against the pyfarmhash package on random inputs."""
+    s, n = bytes(data), len(data)
+    mul = (_K2 + 2 * n) & _M64
+    if n <= 64:
+        return _short(s, n, mul)
+    x, y = 81, (81 * _K1 + 113) & _M64
+    z = ((lambda t: t ^ (t >> 47))((y * _K2 + 113) & _M64) * _K2) & _M64
+    v, w = (0, 0), (0, 0)
+    x = (x * _K2 + _u64(s, 0)) & _M64
+    end, last64 = ((n - 1) // 64) * 64, n - 64
+    for i in range(0, end, 64):  # 64-byte blocks; 1..64 bytes remain for the last round
+        x = (_rot((x + y + v[0] + _u64(s, i + 8)) & _M64, 37) * _K1) & _M64
+        y = (_rot((y + v[1] + _u64(s, i + 48)) & _M64, 42) * _K1) & _M64
+        x ^= w[1]
+        y = (y + v[0] + _u64(s, i + 40)) & _M64
+        z = (_rot((z + w[0]) & _M64, 33) * _K1) & _M64
+        v = _weak32(s, i, (v[1] * _K1) & _M64, (x + w[0]) & _M64)
+        w = _weak32(s, i + 32, (z + w[1]) & _M64, (y + _u64(s, i + 16)) & _M64)
+        z, x = x, z
+    mul = (_K1 + ((z & 0xFF) << 1)) & _M64
+    i = last64
+    w0 = (w[0] + ((n - 1) & 63)) & _M64
+    v0 = (v[0] + w0) & _M64
+    w = ((w0 + v0) & _M64, w[1])
+    v = (v0, v[1])
+    x = (_rot((x + y + v[0] + _u64(s, i + 8)) & _M64, 37) * mul) & _M64
+    y = (_rot((y + v[1] + _u64(s, i + 48)) & _M64, 42) * mul) & _M64
+    x ^= (w[1] * 9) & _M64
+    y = (y + v[0] * 9 + _u64(s, i + 40)) & _M64
+    z = (_rot((z + w[0]) & _M64, 33) * mul) & _M64
+    v = _weak32(s, i, (v[1] * mul) & _M64, (x + w[0]) & _M64)
+    w = _weak32(s, i + 32, (z + w[1]) & _M64, (y + _u64(s, i + 16)) & _M64)
+    z, x = x, z
+    return _mix16((_mix16(v[0], w[0], mul) + (y ^ (y >> 47)) * _K0 + z) & _M64,
+                  (_mix16(v[1], w[1], mul) + x) & _M64, mul)
+
+
+# --- shared shape rules ------------------------------------------------------------------
+
+def _check_rank(op: OperandView, name: str, ranks: tuple[int, ...] | int) -> None:
+    if isinstance(ranks, int):
+        check(op.rank >= ranks, f"{name} must have rank >= {ranks}, has shape {list(op.dims)}")
+    else:
+        check(op.rank in ranks, f"{name} must have rank {' or '.join(map(str, ranks))}, "
+                                f"has shape {list(op.dims)}")
+
+
+def _check_same_quant(out: OperandView, src: OperandView, out_name: str, src_name: str) -> None:
+    """A quantized ``out`` must have the scale and zeroPoint of ``src`` (spec, FL1)."""
+    if is_quant(out):
+        check(np.float32(out.scale) == np.float32(src.scale) and out.zero_point == src.zero_point,
+              f"{out_name} (TENSOR_QUANT8_ASYMM) must have the scale and zeroPoint of {src_name}")
+
+
+# --- EMBEDDING_LOOKUP ----------------------------------------------------------------------
+
+def _embedding_prepare(ctx: OpContext):
+    """lookups [k] TENSOR_INT32, values [n, d1, ...] (rank >= 2) -> output [k, d1, ...].
+    Errors: lookups not 1-D, values of rank < 2 (spec and AOSP ``embeddingLookupPrepare``),
+    quantized output scale/zeroPoint differing from values (spec)."""
+    lookups, values = ctx.inputs
+    _check_rank(lookups, "lookups", (1,))
+    _check_rank(values, "values", 2)
+    _check_same_quant(ctx.outputs[0], values, "output", "values")
+    return [(lookups.dims[0],) + tuple(values.dims[1:])]
+
+
+def _embedding_execute(ctx: OpContext):
+    """output[i] = values[lookups[i]]; OperationError if a lookup is outside [0, n)
+    (spec: "the operation must fail")."""
+    idx, values = ctx.value(0).astype(np.int64), ctx.value(1)
+    n = values.shape[0]
+    bad = np.flatnonzero((idx < 0) | (idx >= n))
+    check(bad.size == 0, f"lookups[{bad[0] if bad.size else 0}] = "
+                         f"{idx[bad[0]] if bad.size else 0} is outside [0, {n})")
+    return [values[idx].copy()]
+
+
+register(OperationDef(
+    OperationType.EMBEDDING_LOOKUP,
+    # FL1: TENSOR_FLOAT32 values only; TENSOR_INT32 / TENSOR_QUANT8_ASYMM values are FL3.
+    (sig(1, [tensor("lookups", I32, (1,)), tensor("values", F32, None)],
+         [tensor("output", F32, None)]),),
+    _embedding_prepare, _embedding_execute,
+    summary="output[i] = values[lookups[i]] (slices of the first dimension)"))
+
+
+# --- HASHTABLE_LOOKUP ----------------------------------------------------------------------
+
+def _hashtable_prepare(ctx: OpContext):
+    """lookups [k] TENSOR_INT32, keys [n] TENSOR_INT32, values [n, ...] (rank >= 2, spec)
+    -> output [k, ...] of the values' type, hits [k] TENSOR_QUANT8_ASYMM.
+    Errors: lookups/keys not 1-D, values of rank < 2, keys and values disagreeing on n,
+    quantized output scale/zeroPoint differing from values (spec, FL1)."""
+    lookups, keys, values = ctx.inputs
+    _check_rank(lookups, "lookups", (1,))
+    _check_rank(keys, "keys", (1,))
+    _check_rank(values, "values", 2)
+    check(keys.dims[0] == values.dims[0],
+          f"keys has {keys.dims[0]} entries but values has {values.dims[0]} rows")
+    _check_same_quant(ctx.outputs[0], values, "output", "values")
+    k = lookups.dims[0]
+    return [(k,) + tuple(values.dims[1:]), (k,)]
+
+
+def _hashtable_execute(ctx: OpContext):
+    """For each lookup, the values row whose key equals it (hit = 1), or a row of zero
+    bytes (hit = 0; AOSP writes raw zeros, also for quantized values). Keys must be sorted
+    ascending (spec); this is not checked, and a key found twice selects its first row."""
+    lookups, keys, values = ctx.value(0), ctx.value(1), ctx.value(2)
+    row_of: dict[int, int] = {}
+    for i, key in enumerate(keys.tolist()):
+        row_of.setdefault(key, i)
+    out = np.zeros((lookups.shape[0],) + values.shape[1:], dtype=values.dtype)
+    hits = np.zeros(lookups.shape, dtype=np.uint8)
+    for i, key in enumerate(lookups.tolist()):
+        if key in row_of:
+            out[i] = values[row_of[key]]
+            hits[i] = 1
+    return [out, hits]
+
+
+register(OperationDef(
+    OperationType.HASHTABLE_LOOKUP,
+    tuple(sig(1, [tensor("lookups", I32, (1,)), tensor("keys", I32, (1,)),
+                  tensor("values", t, None)],
+              [tensor("output", t, None), tensor("hits", Q8, (1,))]) for t in (F32, I32, Q8)),
+    _hashtable_prepare, _hashtable_execute,
+    summary="output[i] = values[j] where keys[j] == lookups[i], hits[i] = found"))
+
+
+# --- LSH_PROJECTION ------------------------------------------------------------------------
+
+SPARSE_DEPRECATED, DENSE, SPARSE = 1, 2, 3  # LSHProjectionType (SPARSE = 3 is FL3's value)
+
+
+def _lsh_prepare(ctx: OpContext):
+    """hash [num_hash, num_bits] TENSOR_FLOAT32, input (rank >= 1), weight [input.dims[0]]
+    (optional), type INT32 -> output TENSOR_INT32 [num_hash] (sparse) or
+    [num_hash * num_bits] (dense).
+
+    Errors: hash not 2-D or num_bits > 32 (AOSP), sparse with num_bits +
+    ceil(log2(num_hash)) > 32 (spec), input of rank 0, weight not 1-D or not matching
+    input.dims[0], type not 1 (SPARSE_DEPRECATED, FL1's "SPARSE"), 2 (DENSE) or 3 (SPARSE
+    with per-function offset, whose value NNAPI defines from FL3). The weight is optional for
+    every type (spec; AOSP's CPU requires it for DENSE and rejects it for sparse types)."""
+    hsh, inp, weight = ctx.inputs[0], ctx.inputs[1], ctx.inputs[2]
+    kind = ctx.scalar(3)
+    check(kind in (SPARSE_DEPRECATED, DENSE, SPARSE),
+          f"type {kind} is not 1 (SPARSE_DEPRECATED), 2 (DENSE) or 3 (SPARSE)")
+    _check_rank(hsh, "hash", (2,))
+    num_hash, num_bits = hsh.dims
+    check(num_bits <= 32, f"hash.dims[1] = {num_bits} must be <= 32")
+    if kind != DENSE and num_hash > 1:
+        check(num_bits + math.ceil(math.log2(num_hash)) <= 32,
+              f"sparse projection needs hash.dims[1] + ceil(log2(hash.dims[0])) <= 32, "
+              f"has {num_bits} + ceil(log2({num_hash}))")
+    _check_rank(inp, "input", 1)
+    if not weight.omitted:
+        _check_rank(weight, "weight", (1,))
+        check(weight.dims[0] == inp.dims[0],
+              f"weight has {weight.dims[0]} entries but input.dims[0] = {inp.dims[0]}")
+    return [(num_hash * num_bits,) if kind == DENSE else (num_hash,)]
+
+
+def _sign_bit(seed: np.float32, rows: list[bytes], weight: list[float] | None) -> int:
+    """1 if sum_i weight[i] * int64(Fingerprint64(seed bytes + row i bytes)) > 0, summed in
+    double in row order (AOSP ``runningSignBit``), else 0."""
+    prefix = np.asarray(seed, dtype="<f4").tobytes()
+    score = 0.0
+    for i, row in enumerate(rows):
+        h = fingerprint64(prefix + row)
+        h = float(h - (1 << 64) if h >= 1 << 63 else h)
+        score += h if weight is None else weight[i] * h
+    return 1 if score > 0 else 0
+
+
+def _lsh_execute(ctx: OpContext):
+    """Bits of sign(hash(seed, input rows) . weight) per seed (hash[i, j]). Dense: the
+    bits, flattened. Sparse: per hash function i, the int32 made of its num_bits bits
+    (first bit most significant), plus i * 2**num_bits for type 3 (SPARSE)."""
+    seeds, inp, kind = ctx.value(0).astype(np.float32), ctx.value(1), ctx.scalar(3)
+    w = ctx.inputs[2]
+    weight = None if w.omitted else [float(x) for x in np.asarray(w.value, np.float64)]
+    flat = np.ascontiguousarray(inp).reshape(inp.shape[0], -1) if inp.shape[0] else None
+    rows = [] if flat is None else [r.tobytes() for r in flat]
+    num_hash, num_bits = seeds.shape
+    bits = [[_sign_bit(seeds[i, j], rows, weight) for j in range(num_bits)]
+            for i in range(num_hash)]
+    if kind == DENSE:
+        return [np.array(bits, dtype=np.int32).reshape(-1)]
+    out = []
+    for i, row in enumerate(bits):
+        v = 0
+        for b in row:
+            v = ((v << 1) | b) & 0xFFFFFFFF
+        if kind == SPARSE:
+            v = (v + (i << num_bits)) & 0xFFFFFFFF
+        out.append(v - (1 << 32) if v >= 1 << 31 else v)
+    return [np.array(out, dtype=np.int32)]
+
+
+register(OperationDef(
+    OperationType.LSH_PROJECTION,
+    tuple(sig(1, [tensor("hash", F32, (2,)), tensor("input", t, None),
+                  tensor("weight", F32, (1,), optional=True), scalar("type", T.INT32)],
+              [tensor("output", I32, (1,))]) for t in (F32, I32, Q8)),
+    _lsh_prepare, _lsh_execute,
+    summary="locality-sensitive hash projection of input rows (farmhash Fingerprint64)"))

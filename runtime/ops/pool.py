@@ -1,1 +1,105 @@
-"""Placeholder: filled in by the family implementation."""
+"""2-D pooling: AVERAGE_POOL_2D, L2_POOL_2D and MAX_POOL_2D (NHWC, feature levels 1-2).
+
+Inputs: a 4-D input [batches, height, width, depth], the padding (explicit: left, right,
+top, bottom; implicit: a PaddingCode), strides (width, height), filter width and height,
+and a FuseCode; the output is [batches, out_height, out_width, depth]. Types:
+TENSOR_FLOAT32 for all three, TENSOR_QUANT8_ASYMM for AVERAGE_POOL_2D and MAX_POOL_2D (output
+scale and zeroPoint equal to the input's).
+
+Semantics: NNAPI ``types.spec`` (AVERAGE_POOL_2D = 1, L2_POOL_2D = 12, MAX_POOL_2D = 17; FL1)
+and the AOSP CPU ``prepare`` of ``Pooling.cpp``. Padded cells are not part of a window:
+the average and the L2 norm divide by the number of in-bounds cells.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import OperandType, OperationType
+from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
+from .common import (Window2D, apply_activation, check_fuse_code, check_same_quant, from_float,
+                     read_window, sliding_windows, to_float, window_args)
+
+T = OperandType
+F32, Q8 = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM
+
+
+def _signatures(types):
+    """FL1 signatures per type: explicit padding (10 inputs) and implicit padding (7)."""
+    return tuple(
+        sig(1, [tensor("input", t, (4,)), *window_args(explicit),
+                scalar("filter_width", T.INT32), scalar("filter_height", T.INT32),
+                scalar("activation", T.INT32)],
+            [tensor("output", t, (4,))])
+        for t in types for explicit in (True, False))
+
+
+def _validate(ctx: OpContext) -> None:
+    """Model-time rule (FL1): a TENSOR_QUANT8_ASYMM output has the input's scale and
+    zeroPoint. Raises OperationError."""
+    check_same_quant(ctx.inputs[0], ctx.outputs[0], ctx.operation.name)
+
+
+def _params(ctx: OpContext) -> tuple[Window2D, int]:
+    """Check the input shape and the scalars; returns (window, fuse code).
+
+    Rules (AOSP CPU prepare, FL1): input rank 4 with height, width and depth > 0 (only
+    batches may be 0); window rules of :func:`.common.read_window`. Raises OperationError.
+    """
+    inp = ctx.inputs[0]
+    check(inp.rank == 4, f"input {inp.dims} must be 4-D")
+    _, h, w, depth = inp.dims
+    check(h > 0 and w > 0 and depth > 0, f"input {inp.dims}: only batches may be 0")
+    explicit = len(ctx.inputs) == 10
+    nxt = 7 if explicit else 4  # filter width, filter height, activation
+    activation = ctx.scalar(nxt + 2)
+    check_fuse_code(activation)
+    win = read_window(ctx, 1, explicit, (h, w), (ctx.scalar(nxt + 1), ctx.scalar(nxt)))
+    return win, activation
+
+
+def _in_bounds_count(ctx: OpContext, win: Window2D) -> np.ndarray:
+    """Number of non-padding cells of every window, shape [1, out_h, out_w, 1] (>= 1, since
+    each padding is smaller than the filter)."""
+    _, h, w, _ = ctx.inputs[0].dims
+    return sliding_windows(np.ones((1, h, w, 1)), win).sum(axis=(3, 4))
+
+
+def _average(ctx: OpContext, win: Window2D, x: np.ndarray) -> np.ndarray:
+    return sliding_windows(x, win).sum(axis=(3, 4)) / _in_bounds_count(ctx, win)
+
+
+def _l2(ctx: OpContext, win: Window2D, x: np.ndarray) -> np.ndarray:
+    return np.sqrt(sliding_windows(x * x, win).sum(axis=(3, 4)) / _in_bounds_count(ctx, win))
+
+
+def _max(ctx: OpContext, win: Window2D, x: np.ndarray) -> np.ndarray:
+    return sliding_windows(x, win, fill=-np.inf).max(axis=(3, 4))
+
+
+def _prepare(ctx: OpContext):
+    """Output [batches, out_height, out_width, depth]."""
+    win, _ = _params(ctx)
+    batches, _, _, depth = ctx.inputs[0].dims
+    return [(batches, *win.out_hw, depth)]
+
+
+def _executor(reduce):
+    def execute(ctx: OpContext):
+        """Reduce every window of the real (dequantized, float64) input, apply the fused
+        activation, store in the output type."""
+        win, activation = _params(ctx)
+        real = reduce(ctx, win, to_float(ctx.inputs[0]))
+        return [from_float(ctx.outputs[0], apply_activation(real, activation))]
+    return execute
+
+
+for _op, _reduce, _types, _summary in (
+        (OperationType.AVERAGE_POOL_2D, _average, (F32, Q8),
+         "mean of the in-bounds cells of each 2-D window (NHWC), fused activation"),
+        (OperationType.L2_POOL_2D, _l2, (F32,),
+         "sqrt(mean of squares) of the in-bounds cells of each 2-D window (NHWC), fused "
+         "activation"),
+        (OperationType.MAX_POOL_2D, _max, (F32, Q8),
+         "maximum of each 2-D window (NHWC), fused activation")):
+    register(OperationDef(_op, _signatures(_types), _prepare, _executor(_reduce),
+                          validate=_validate, summary=_summary))

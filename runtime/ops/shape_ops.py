@@ -1,1 +1,431 @@
-"""Placeholder: filled in by the family implementation."""
+"""Shape and data-movement operations, feature levels 1-2 only.
+
+FL1: CONCATENATION, RESHAPE, DEPTH_TO_SPACE, SPACE_TO_DEPTH.
+FL2: BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND, PAD, SQUEEZE, STRIDED_SLICE, TRANSPOSE.
+
+Every operation takes TENSOR_FLOAT32 or TENSOR_QUANT8_ASYMM (NHWC for the 4-D block
+operations). Quantized values are moved raw, so the output's scale and zeroPoint must
+equal input0's (CONCATENATION: every input's). Later-level signatures are not declared
+here: TENSOR_FLOAT16 and the NCHW flag (FL3), TENSOR_QUANT8_ASYMM_SIGNED (FL4).
+
+Two FL1-2 quantization rules only decide the feature level of a model (AOSP
+``validateOperation`` then reports feature level 3; the model is not invalid), so, like
+CONV_2D's output-scale rule, they are not enforced; :func:`meets_fl2_quant_rules` tells
+whether a model keeps them: CONCATENATION inputs with the output's scale and zeroPoint,
+and a zero zeroPoint for PAD and SPACE_TO_BATCH_ND inputs. The kernels follow the FL3
+definition when they are broken: CONCATENATION requantizes, PAD and SPACE_TO_BATCH_ND pad
+with the zeroPoint.
+
+Sources: NNAPI ``NeuralNetworksTypes.h`` (types.spec) per operation; type and level rules
+of AOSP ``validateOperation`` (LegacyUtils.cpp) and ``operations/*.cpp`` ``validate``;
+parameter rules of their ``prepare`` (OperationsExecutionUtils.cpp and cpu_operations).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Sequence
+
+import numpy as np
+
+from ..types import OperandType, OperationType
+from .base import (OpContext, OperandView, OperationDef, Signature, check, register, scalar,
+                   sig, tensor)
+from .common import check_same_quant, from_float, int_vector, to_float
+
+T = OperandType
+F32, Q8, I32 = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
+DATA_TYPES = (F32, Q8)
+
+
+# --- shared pieces ---------------------------------------------------------------------
+
+def _sigs(level: int, extra_inputs, in_ranks=(1, 2, 3, 4), out_ranks=None) -> tuple:
+    """One signature per data type (TENSOR_FLOAT32, TENSOR_QUANT8_ASYMM): ``input`` of that
+    type and ``in_ranks``, then ``extra_inputs`` (Args), one ``output`` of the same type."""
+    return tuple(sig(level, [tensor("input", t, in_ranks), *extra_inputs],
+                     [tensor("output", t, out_ranks or in_ranks)]) for t in DATA_TYPES)
+
+
+def _same_quant(ctx: OpContext) -> None:
+    """validate: a TENSOR_QUANT8_ASYMM output keeps input0's scale and zeroPoint (NNAPI,
+    every operation of this module). Raises OperationError."""
+    check_same_quant(ctx.inputs[0], ctx.outputs[0], ctx.operation.name)
+
+
+def _same_params(inp: OperandView, out: OperandView) -> bool:
+    """Whether ``inp``'s values can be copied raw into ``out``: not quantized, or the same
+    scale (binary32) and zeroPoint."""
+    return out.type != Q8 or (np.float32(inp.scale) == np.float32(out.scale)
+                              and inp.zero_point == out.zero_point)
+
+
+def meets_fl2_quant_rules(ctx: OpContext) -> bool:
+    """Whether a TENSOR_QUANT8_ASYMM operation keeps the quantization rules that AOSP
+    ``validateOperation`` requires for feature levels 1-2 (breaking them makes the model
+    feature level 3, not invalid): CONCATENATION inputs with the output's scale and
+    zeroPoint (FL1), PAD and SPACE_TO_BATCH_ND inputs with zeroPoint 0 (FL2; their pad
+    value is undefined before FL3). True for other operations and types."""
+    inp, out = ctx.inputs[0], ctx.outputs[0]
+    if inp.type != Q8:
+        return True
+    if ctx.operation == OperationType.CONCATENATION:
+        return all(_same_params(i, out) for i in ctx.inputs[:-1])
+    if ctx.operation in (OperationType.PAD, OperationType.SPACE_TO_BATCH_ND):
+        return inp.zero_point == 0
+    return True
+
+
+def _rank(ctx: OpContext, want: Sequence[int]) -> int:
+    """Rank of input 0, which must be one of ``want``. Raises OperationError."""
+    r = ctx.inputs[0].rank
+    check(r in want, f"input 0 has rank {r}, {ctx.operation.name} needs rank {' or '.join(map(str, want))}")
+    return r
+
+
+def _block_size(ctx: OpContext) -> int:
+    """INT32 block_size of DEPTH_TO_SPACE / SPACE_TO_DEPTH (input 1), must be >= 1."""
+    b = ctx.scalar(1)
+    check(b >= 1, f"input 1 (block_size) must be >= 1, got {b}")
+    return b
+
+
+def _block_shape(ctx: OpContext) -> list[int]:
+    """block_shape of BATCH_TO_SPACE_ND / SPACE_TO_BATCH_ND (input 1): a 1-D TENSOR_INT32
+    with one value >= 1 per spatial dimension (2 for NHWC input)."""
+    block = int_vector(ctx, 1, "block_shape", 2)
+    check(min(block) >= 1, f"input 1 (block_shape) values must be >= 1, got {block}")
+    return block
+
+
+def _paddings(ctx: OpContext, index: int, rows: int) -> np.ndarray:
+    """A [rows, 2] TENSOR_INT32 of (before, after) paddings, all >= 0 (PAD, SPACE_TO_BATCH_ND),
+    as an int64 array. Raises OperationError."""
+    p = ctx.value(index)
+    check(p.shape == (rows, 2), f"input {index} (paddings) must have shape [{rows}, 2], got {list(p.shape)}")
+    check(bool((p >= 0).all()), f"input {index} (paddings) values must be >= 0, got {p.tolist()}")
+    return p.astype(np.int64)
+
+
+def _pad_value(inp: OperandView):
+    """Logical zero in ``inp``'s storage: its zeroPoint if quantized, else 0."""
+    return inp.zero_point if inp.type == Q8 else 0
+
+
+def _reshaping(prepare):
+    """An execute giving input 0's values, in row-major order, in the shape ``prepare``
+    computes (RESHAPE, SQUEEZE)."""
+    def execute(ctx: OpContext) -> list[np.ndarray]:
+        return [np.array(ctx.value(0)).reshape(prepare(ctx)[0])]
+    return execute
+
+
+def _reg(op, sigs, prepare, execute, summary, validate=_same_quant):
+    register(OperationDef(op, sigs, prepare, execute, validate=validate, summary=summary))
+
+
+# --- CONCATENATION (FL1) -----------------------------------------------------------------
+
+class VariadicOperationDef(OperationDef):
+    """An OperationDef whose signatures list one tensor slot for a variable number (>= 1) of
+    tensor inputs followed by fixed trailing slots: ``inputs[0]`` is repeated for every
+    tensor input. :meth:`match` returns the signature expanded to the actual input count.
+    (NNAPI CONCATENATION takes ``n >= 1`` tensors then the axis.)"""
+
+    def match(self, inputs, outputs, max_feature_level: int = 99) -> Signature | None:
+        n = len(inputs) - 1
+        if n < 1:
+            return None
+        for s in sorted(self.signatures, key=lambda s: s.feature_level):
+            full = Signature(s.feature_level, (s.inputs[0],) * n + s.inputs[1:], s.outputs)
+            if OperationDef.match(replace(self, signatures=(full,)), inputs, outputs,
+                                  max_feature_level):
+                return full
+        return None
+
+
+def _concat_prepare(ctx: OpContext):
+    """Output [D0, ..., sum(Daxis(i)), ..., Dm]: inputs of equal rank (1-4) and equal
+    dimensions except on ``axis`` (INT32, 0 <= axis < rank; negative axes are not
+    accepted by NNAPI CONCATENATION)."""
+    n = len(ctx.inputs) - 1
+    axis = ctx.scalar(n)
+    first = ctx.inputs[0]
+    rank = _rank(ctx, (1, 2, 3, 4))
+    check(0 <= axis < rank, f"input {n} (axis) must be in [0, {rank}), got {axis}")
+    dims = list(first.dims)
+    for i in range(1, n):
+        d = ctx.inputs[i].dims
+        check(len(d) == rank, f"input {i} has rank {len(d)}, input 0 has rank {rank}")
+        check(all(d[k] == dims[k] for k in range(rank) if k != axis),
+              f"input {i} dimensions {list(d)} differ from input 0's {list(first.dims)} off axis {axis}")
+        dims[axis] += d[axis]
+    return [tuple(dims)]
+
+
+def _concat_execute(ctx: OpContext):
+    """Raw values joined; a quantized input whose scale/zeroPoint differ from the output's
+    (allowed from FL3) is requantized (round half away from zero, saturate)."""
+    n, out = len(ctx.inputs) - 1, ctx.outputs[0]
+    parts = [ctx.value(i) if _same_params(ctx.inputs[i], out)
+             else from_float(out, to_float(ctx.inputs[i])) for i in range(n)]
+    return [np.concatenate(parts, axis=ctx.scalar(n))]
+
+
+register(VariadicOperationDef(
+    OperationType.CONCATENATION,
+    tuple(sig(1, [tensor("input0..n-1", t), scalar("axis", T.INT32)], [tensor("output", t)])
+          for t in DATA_TYPES),
+    _concat_prepare, _concat_execute,
+    summary="concatenate n >= 1 tensors along axis"))
+
+
+# --- RESHAPE (FL1) -------------------------------------------------------------------
+
+def _reshape_prepare(ctx: OpContext):
+    """Output shape = input 1 (1-D TENSOR_INT32, 1-4 values, each > 0 or one -1 inferred so
+    the element count is kept). Raises OperationError if the counts differ."""
+    _same_quant(ctx)
+    shape = int_vector(ctx, 1, "shape")
+    check(1 <= len(shape) <= 4, f"input 1 (shape) must hold 1 to 4 values, got {shape}")
+    check(shape.count(-1) <= 1, f"input 1 (shape) may hold at most one -1, got {shape}")
+    check(all(s > 0 or s == -1 for s in shape), f"input 1 (shape) values must be > 0 or -1, got {shape}")
+    count, known = math.prod(ctx.inputs[0].dims), math.prod(s for s in shape if s != -1)
+    if -1 in shape:
+        check(count % known == 0, f"input 1 (shape) {shape}: {count} elements cannot fill it")
+        shape[shape.index(-1)] = count // known
+    check(math.prod(shape) == count,
+          f"input 1 (shape) {shape} holds {math.prod(shape)} elements, input 0 has {count}")
+    return [tuple(shape)]
+
+
+_reg(OperationType.RESHAPE, _sigs(1, [tensor("shape", I32, (1,))]), _reshape_prepare,
+     _reshaping(_reshape_prepare), "same values in the shape given by input 1 (-1 inferred)")
+
+
+# --- DEPTH_TO_SPACE, SPACE_TO_DEPTH (FL1, NHWC) ---------------------------------------------
+
+def _d2s_prepare(ctx: OpContext):
+    """[N, H, W, C] -> [N, H*b, W*b, C/(b*b)]; C must be divisible by b*b."""
+    _same_quant(ctx)
+    _rank(ctx, (4,))
+    b = _block_size(ctx)
+    n, h, w, c = ctx.inputs[0].dims
+    check(c % (b * b) == 0, f"input 0 depth {c} must be divisible by block_size^2 = {b * b}")
+    return [(n, h * b, w * b, c // (b * b))]
+
+
+def _d2s_execute(ctx: OpContext):
+    """out[n, h*b + i, w*b + j, c] = in[n, h, w, (i*b + j) * C_out + c]."""
+    x, b = ctx.value(0), ctx.scalar(1)
+    n, h, w, c = x.shape
+    y = x.reshape(n, h, w, b, b, c // (b * b)).transpose(0, 1, 3, 2, 4, 5)
+    return [y.reshape(n, h * b, w * b, c // (b * b))]
+
+
+def _s2d_prepare(ctx: OpContext):
+    """[N, H, W, C] -> [N, H/b, W/b, C*b*b]; H and W must be divisible by b."""
+    _same_quant(ctx)
+    _rank(ctx, (4,))
+    b = _block_size(ctx)
+    n, h, w, c = ctx.inputs[0].dims
+    check(h % b == 0 and w % b == 0, f"input 0 height {h} and width {w} must be divisible by block_size {b}")
+    return [(n, h // b, w // b, c * b * b)]
+
+
+def _s2d_execute(ctx: OpContext):
+    """Inverse of DEPTH_TO_SPACE: out[n, h, w, (i*b + j) * C + c] = in[n, h*b + i, w*b + j, c]."""
+    x, b = ctx.value(0), ctx.scalar(1)
+    n, h, w, c = x.shape
+    y = x.reshape(n, h // b, b, w // b, b, c).transpose(0, 1, 3, 2, 4, 5)
+    return [y.reshape(n, h // b, w // b, b * b * c)]
+
+
+_BLOCK = [scalar("block_size", T.INT32)]
+_reg(OperationType.DEPTH_TO_SPACE, _sigs(1, _BLOCK, (4,)), _d2s_prepare, _d2s_execute,
+     "move depth blocks of block_size^2 into spatial blocks (NHWC)")
+_reg(OperationType.SPACE_TO_DEPTH, _sigs(1, _BLOCK, (4,)), _s2d_prepare, _s2d_execute,
+     "move spatial blocks of block_size x block_size into depth (NHWC)")
+
+
+# --- BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND (FL2, NHWC) ---------------------------------------
+
+def _b2s_prepare(ctx: OpContext):
+    """[N, H, W, C] -> [N/(b0*b1), H*b0, W*b1, C]; N must be divisible by b0*b1."""
+    _same_quant(ctx)
+    _rank(ctx, (4,))
+    b0, b1 = _block_shape(ctx)
+    n, h, w, c = ctx.inputs[0].dims
+    check(n % (b0 * b1) == 0, f"input 0 batches {n} must be divisible by block_shape product {b0 * b1}")
+    return [(n // (b0 * b1), h * b0, w * b1, c)]
+
+
+def _b2s_execute(ctx: OpContext):
+    """out[n, h*b0 + i, w*b1 + j, c] = in[(i*b1 + j) * N_out + n, h, w, c]."""
+    x, (b0, b1) = ctx.value(0), int_vector(ctx, 1, "block_shape")
+    n, h, w, c = x.shape
+    y = x.reshape(b0, b1, n // (b0 * b1), h, w, c).transpose(2, 3, 0, 4, 1, 5)
+    return [y.reshape(n // (b0 * b1), h * b0, w * b1, c)]
+
+
+def _s2b_prepare(ctx: OpContext):
+    """[N, H, W, C] -> [N*b0*b1, Hp/b0, Wp/b1, C] where Hp, Wp are H, W plus the paddings
+    (input 2, [2, 2], >= 0); Hp and Wp must be divisible by the block shape."""
+    _same_quant(ctx)
+    _rank(ctx, (4,))
+    b0, b1 = _block_shape(ctx)
+    p = _paddings(ctx, 2, 2)
+    n, h, w, c = ctx.inputs[0].dims
+    hp, wp = h + int(p[0].sum()), w + int(p[1].sum())
+    check(hp % b0 == 0 and wp % b1 == 0,
+          f"padded height {hp} and width {wp} must be divisible by block_shape [{b0}, {b1}]")
+    return [(n * b0 * b1, hp // b0, wp // b1, c)]
+
+
+def _s2b_execute(ctx: OpContext):
+    """Zero-pad H and W (logical zero), then out[(i*b1 + j) * N + n, h, w, c] =
+    padded[n, h*b0 + i, w*b1 + j, c]."""
+    x, (b0, b1) = ctx.value(0), int_vector(ctx, 1, "block_shape")
+    p = ctx.value(2).astype(np.int64)
+    x = np.pad(x, [(0, 0), tuple(p[0]), tuple(p[1]), (0, 0)],
+               constant_values=_pad_value(ctx.inputs[0]))
+    n, h, w, c = x.shape
+    y = x.reshape(n, h // b0, b0, w // b1, b1, c).transpose(2, 4, 0, 1, 3, 5)
+    return [y.reshape(n * b0 * b1, h // b0, w // b1, c)]
+
+
+_reg(OperationType.BATCH_TO_SPACE_ND, _sigs(2, [tensor("block_shape", I32, (1,))], (4,)),
+     _b2s_prepare, _b2s_execute, "move batch blocks back into the spatial grid (NHWC)")
+_reg(OperationType.SPACE_TO_BATCH_ND,
+     _sigs(2, [tensor("block_shape", I32, (1,)), tensor("paddings", I32, (2,))], (4,)),
+     _s2b_prepare, _s2b_execute, "zero-pad, then move spatial blocks into batch (NHWC)")
+
+
+# --- PAD (FL2) -------------------------------------------------------------------------
+
+def _pad_prepare(ctx: OpContext):
+    """output.dims[i] = paddings[i, 0] + input.dims[i] + paddings[i, 1]; paddings is a
+    [rank, 2] TENSOR_INT32 of values >= 0, input rank 1-4."""
+    _same_quant(ctx)
+    rank = _rank(ctx, (1, 2, 3, 4))
+    p = _paddings(ctx, 1, rank)
+    return [tuple(int(d + a + b) for d, (a, b) in zip(ctx.inputs[0].dims, p))]
+
+
+def _pad_execute(ctx: OpContext):
+    """Pad with logical zero: 0.0, or the zeroPoint (0 at FL2, see meets_fl2_quant_rules)."""
+    p = ctx.value(1).astype(np.int64)
+    return [np.pad(ctx.value(0), [tuple(r) for r in p], constant_values=_pad_value(ctx.inputs[0]))]
+
+
+_reg(OperationType.PAD, _sigs(2, [tensor("paddings", I32, (2,))]), _pad_prepare, _pad_execute,
+     "pad every dimension with zeros")
+
+
+# --- SQUEEZE (FL2) -------------------------------------------------------------------
+
+def _squeeze_prepare(ctx: OpContext):
+    """Drop the size-1 dimensions listed in input 1 (1-D TENSOR_INT32, values in
+    [-rank, rank), each naming a dimension of size 1), or every size-1 dimension when
+    input 1 is omitted. Squeezing every dimension gives shape [1]."""
+    _same_quant(ctx)
+    dims = ctx.inputs[0].dims
+    rank = _rank(ctx, (1, 2, 3, 4))
+    if ctx.inputs[1].omitted:
+        drop = {i for i, d in enumerate(dims) if d == 1}
+    else:
+        drop = set()
+        for a in int_vector(ctx, 1, "squeeze dims"):
+            check(-rank <= a < rank, f"input 1 (squeeze dims) value {a} is out of range [{-rank}, {rank})")
+            check(dims[a % rank] == 1, f"input 1 (squeeze dims): dimension {a} has size {dims[a % rank]}, not 1")
+            drop.add(a % rank)
+    return [tuple(d for i, d in enumerate(dims) if i not in drop) or (1,)]
+
+
+_reg(OperationType.SQUEEZE, _sigs(2, [tensor("squeeze_dims", I32, (1,), optional=True)]),
+     _squeeze_prepare, _reshaping(_squeeze_prepare), "remove dimensions of size 1")
+
+
+# --- STRIDED_SLICE (FL2) -------------------------------------------------------------
+
+def _clamped_index(index: int, dim: int, positive: bool) -> int:
+    """A begin/end value folded into range: negative values count from the end; positive
+    strides clamp to [0, dim], negative strides to [-1, dim - 1]."""
+    if positive:
+        return dim if index >= dim else min(max(index, -dim), dim) % dim
+    return -1 if index < -dim else min(max(index, -dim), dim - 1) % dim
+
+
+def _slice_ranges(ctx: OpContext) -> list[range]:
+    """The index range taken along every input dimension (begin/end/strides are 1-D
+    TENSOR_INT32 of rank(input) values; a set bit i of begin_mask / end_mask takes the
+    fullest range on dimension i). Strides must be nonzero; a dimension named by
+    shrink_axis_mask needs a positive stride and a range of exactly one index."""
+    dims = ctx.inputs[0].dims
+    rank = _rank(ctx, (1, 2, 3, 4))
+    begin, end, strides = (int_vector(ctx, i, n, rank) for i, n in ((1, "begin"), (2, "end"), (3, "strides")))
+    begin_mask, end_mask, shrink = ctx.scalar(4), ctx.scalar(5), ctx.scalar(6)
+    ranges = []
+    for i, (d, s) in enumerate(zip(dims, strides)):
+        check(s != 0, f"input 3 (strides) value {i} must be nonzero")
+        pos = s > 0
+        b = (0 if pos else d - 1) if begin_mask >> i & 1 else _clamped_index(begin[i], d, pos)
+        e = (d if pos else -1) if end_mask >> i & 1 else _clamped_index(end[i], d, pos)
+        r = range(b, e, s)
+        if shrink >> i & 1:
+            check(pos and len(r) == 1, f"shrink_axis_mask bit {i}: dimension {i} needs a positive "
+                  f"stride and a slice of size 1, got begin {b}, end {e}, stride {s}")
+        ranges.append(r)
+    return ranges
+
+
+def _sliced_shape(ctx: OpContext, ranges: list[range]) -> tuple[int, ...]:
+    """Output rank = rank - popcount(shrink_axis_mask) ([1] if every dimension shrinks)."""
+    shrink = ctx.scalar(6)
+    return tuple(len(r) for i, r in enumerate(ranges) if not shrink >> i & 1) or (1,)
+
+
+def _strided_slice_prepare(ctx: OpContext):
+    _same_quant(ctx)
+    return [_sliced_shape(ctx, _slice_ranges(ctx))]
+
+
+def _strided_slice_execute(ctx: OpContext):
+    ranges = _slice_ranges(ctx)
+    x = ctx.value(0)[np.ix_(*[np.arange(r.start, r.stop, r.step) for r in ranges])]
+    return [x.reshape(_sliced_shape(ctx, ranges))]
+
+
+_reg(OperationType.STRIDED_SLICE,
+     _sigs(2, [tensor(n, I32, (1,)) for n in ("begin", "end", "strides")]
+           + [scalar(n, T.INT32) for n in ("begin_mask", "end_mask", "shrink_axis_mask")]),
+     _strided_slice_prepare, _strided_slice_execute, "slice with begin/end/strides and masks")
+
+
+# --- TRANSPOSE (FL2) -----------------------------------------------------------------
+
+def _perm(ctx: OpContext) -> list[int]:
+    """Input 1 (1-D TENSOR_INT32, a permutation of 0..rank-1), or (rank-1, ..., 0) when
+    omitted. The AOSP CPU kernel accepts an omitted perm for rank 2 only; the NNAPI text
+    defines it for any rank, which is what this follows."""
+    rank = _rank(ctx, (1, 2, 3, 4))
+    if ctx.inputs[1].omitted:
+        return list(range(rank - 1, -1, -1))
+    perm = int_vector(ctx, 1, "perm", rank)
+    check(sorted(perm) == list(range(rank)), f"input 1 (perm) {perm} is not a permutation of 0..{rank - 1}")
+    return perm
+
+
+def _transpose_prepare(ctx: OpContext):
+    """output.dims[i] = input.dims[perm[i]]."""
+    _same_quant(ctx)
+    return [tuple(ctx.inputs[0].dims[p] for p in _perm(ctx))]
+
+
+def _transpose_execute(ctx: OpContext):
+    return [np.ascontiguousarray(np.transpose(ctx.value(0), _perm(ctx)))]
+
+
+_reg(OperationType.TRANSPOSE, _sigs(2, [tensor("perm", I32, (1,), optional=True)]),
+     _transpose_prepare, _transpose_execute,
+     "permute dimensions (reverse them when perm is omitted)")

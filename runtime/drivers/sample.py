@@ -1,0 +1,100 @@
+"""The bundled sample driver ``sample`` (NNAPI's sample-all): every operation in the operation
+table, run by the reference CPU executor, with validation before anything runs."""
+from __future__ import annotations
+
+import time
+
+from .. import ops
+from ..errors import HalError
+from ..executor import execute
+from ..hal.interfaces import IDevice, IPreparedModel
+from ..hal.types import Capabilities, Model, OutputShape, PerformanceInfo, Request, Timing
+from ..hal.validate import operand_view, validate_model, validate_request
+from ..types import (DeviceTypeCode, ErrorStatus, MeasureTiming, OperandLifeTime, OperandType,
+                     PreferenceCode, PriorityCode)
+
+
+class SamplePreparedModel(IPreparedModel):
+    """A validated model held for execution by :class:`SampleDevice`."""
+
+    def __init__(self, model: Model, device: "SampleDevice"):
+        self.model = model
+        self.device = device
+
+    def execute_synchronously(self, request: Request, measure=MeasureTiming.NO, deadline_ns=None,
+                              loop_timeout_duration_ns=None) -> tuple[list[OutputShape], Timing]:
+        """Validate ``request`` then run it on the reference executor (see IPreparedModel)."""
+        validate_request(request, self.model)
+        if deadline_ns is not None and time.monotonic_ns() >= deadline_ns:
+            raise HalError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline passed before execution")
+        start = time.monotonic_ns()
+        shapes = self.device.run(self.model, request)
+        elapsed = time.monotonic_ns() - start
+        timing = Timing(elapsed, elapsed) if measure == MeasureTiming.YES else Timing()
+        return shapes, timing
+
+
+class SampleDevice(IDevice):
+    """Reference device: supports every operation signature in the operation table up to
+    :attr:`feature_level`; prepare validates the model; execution uses the CPU executor.
+
+    Subclasses (test drivers, partial drivers) override :meth:`supports` or :meth:`run`.
+    """
+
+    name = "nncts-sample"
+    version = "1.0"
+
+    def __init__(self, feature_level: int | None = None):
+        levels = [s.feature_level for d in ops.REGISTRY.values() for s in d.signatures]
+        self.feature_level = feature_level or max(levels)
+
+    def get_name(self) -> str:
+        return self.name
+
+    def get_type(self) -> DeviceTypeCode:
+        return DeviceTypeCode.CPU
+
+    def get_version_string(self) -> str:
+        return self.version
+
+    def get_feature_level(self) -> int:
+        return self.feature_level
+
+    def get_capabilities(self) -> Capabilities:
+        """1.0 (the CPU itself) for every operand type some signature uses."""
+        types = {a.type for d in ops.REGISTRY.values() for s in d.signatures for a in s.inputs}
+        perf = {t: PerformanceInfo(1.0, 1.0) for t in sorted(types)}
+        return Capabilities(PerformanceInfo(1.0, 1.0), PerformanceInfo(1.0, 1.0), perf)
+
+    def supports(self, model: Model, operation) -> bool:
+        """Whether this device runs ``operation`` of the main subgraph (table signature match)."""
+        opdef = ops.get(operation.type)
+        if opdef is None:
+            return False
+        sg = model.main
+        ins = [operand_view(sg.operands[i], None, sg.operands[i].lifetime == OperandLifeTime.NO_VALUE)
+               for i in operation.inputs]
+        outs = [operand_view(sg.operands[i]) for i in operation.outputs]
+        return opdef.match(ins, outs, self.feature_level) is not None
+
+    def get_supported_operations(self, model: Model) -> list[bool]:
+        validate_model(model, self.feature_level)
+        return [self.supports(model, op) for op in model.main.operations]
+
+    def prepare_model(self, model: Model, preference=PreferenceCode.FAST_SINGLE_ANSWER,
+                      priority=PriorityCode.MEDIUM, deadline_ns=None, model_cache=None,
+                      data_cache=None, token=None) -> SamplePreparedModel:
+        if preference not in PreferenceCode._value2member_map_:
+            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid execution preference {preference}")
+        if priority not in PriorityCode._value2member_map_:
+            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid priority {priority}")
+        validate_model(model, self.feature_level)
+        unsupported = [f"operation {k} ({op.type.name})" for k, op in enumerate(model.main.operations)
+                       if not self.supports(model, op)]
+        if unsupported:
+            raise HalError(ErrorStatus.INVALID_ARGUMENT, "unsupported: " + ", ".join(unsupported))
+        return SamplePreparedModel(model, self)
+
+    def run(self, model: Model, request: Request) -> list[OutputShape]:
+        """Execute on the reference executor (override to plant faults in test drivers)."""
+        return execute(model, request)
