@@ -32,6 +32,10 @@ def _rot(v: int, r: int) -> int:
     return ((v >> r) | (v << (64 - r))) & _M64 if r else v
 
 
+def _smix(v: int) -> int:
+    return v ^ (v >> 47)
+
+
 def _mix16(u: int, v: int, mul: int) -> int:
     a = ((u ^ v) * mul) & _M64
     a ^= a >> 47
@@ -75,8 +79,7 @@ def _short(s: bytes, n: int, mul: int) -> int:
     if n > 0:
         y = s[0] + (s[n >> 1] << 8)
         z = n + (s[n - 1] << 2)
-        v = ((y * _K2) ^ (z * _K0)) & _M64
-        return ((v ^ (v >> 47)) * _K2) & _M64
+        return (_smix(((y * _K2) ^ (z * _K0)) & _M64) * _K2) & _M64
     return _K2
 
 
@@ -89,7 +92,7 @@ def fingerprint64(data: bytes) -> int:
     if n <= 64:
         return _short(s, n, mul)
     x, y = 81, (81 * _K1 + 113) & _M64
-    z = ((lambda t: t ^ (t >> 47))((y * _K2 + 113) & _M64) * _K2) & _M64
+    z = (_smix((y * _K2 + 113) & _M64) * _K2) & _M64
     v, w = (0, 0), (0, 0)
     x = (x * _K2 + _u64(s, 0)) & _M64
     end, last64 = ((n - 1) // 64) * 64, n - 64
@@ -116,7 +119,7 @@ def fingerprint64(data: bytes) -> int:
     v = _weak32(s, i, (v[1] * mul) & _M64, (x + w[0]) & _M64)
     w = _weak32(s, i + 32, (z + w[1]) & _M64, (y + _u64(s, i + 16)) & _M64)
     z, x = x, z
-    return _mix16((_mix16(v[0], w[0], mul) + (y ^ (y >> 47)) * _K0 + z) & _M64,
+    return _mix16((_mix16(v[0], w[0], mul) + _smix(y) * _K0 + z) & _M64,
                   (_mix16(v[1], w[1], mul) + x) & _M64, mul)
 
 

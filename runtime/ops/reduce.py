@@ -49,7 +49,7 @@ def _execute(ctx: OpContext):
     """Mean of the real values (dequantized for TENSOR_QUANT8_ASYMM, summed in float64),
     stored in the output type (quantized: round half away from zero, saturate)."""
     axes, _ = _axes(ctx)
-    real = to_float(ctx.inputs[0]).mean(axis=axes) if axes else to_float(ctx.inputs[0])
+    real = to_float(ctx.inputs[0]).mean(axis=axes)
     return [from_float(ctx.outputs[0], np.reshape(real, _prepare(ctx)[0]))]
 
 

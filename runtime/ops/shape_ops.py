@@ -79,7 +79,8 @@ def meets_fl2_quant_rules(ctx: OpContext) -> bool:
 def _rank(ctx: OpContext, want: Sequence[int]) -> int:
     """Rank of input 0, which must be one of ``want``. Raises OperationError."""
     r = ctx.inputs[0].rank
-    check(r in want, f"input 0 has rank {r}, {ctx.operation.name} needs rank {' or '.join(map(str, want))}")
+    check(r in want,
+          f"input 0 has rank {r}, {ctx.operation.name} needs rank {' or '.join(map(str, want))}")
     return r
 
 
@@ -102,7 +103,8 @@ def _paddings(ctx: OpContext, index: int, rows: int) -> np.ndarray:
     """A [rows, 2] TENSOR_INT32 of (before, after) paddings, all >= 0 (PAD, SPACE_TO_BATCH_ND),
     as an int64 array. Raises OperationError."""
     p = ctx.value(index)
-    check(p.shape == (rows, 2), f"input {index} (paddings) must have shape [{rows}, 2], got {list(p.shape)}")
+    check(p.shape == (rows, 2),
+          f"input {index} (paddings) must have shape [{rows}, 2], got {list(p.shape)}")
     check(bool((p >= 0).all()), f"input {index} (paddings) values must be >= 0, got {p.tolist()}")
     return p.astype(np.int64)
 
@@ -127,21 +129,25 @@ def _reg(op, sigs, prepare, execute, summary, validate=_same_quant):
 # --- CONCATENATION (FL1) -----------------------------------------------------------------
 
 class VariadicOperationDef(OperationDef):
-    """An OperationDef whose signatures list one tensor slot for a variable number (>= 1) of
-    tensor inputs followed by fixed trailing slots: ``inputs[0]`` is repeated for every
-    tensor input. :meth:`match` returns the signature expanded to the actual input count.
-    (NNAPI CONCATENATION takes ``n >= 1`` tensors then the axis.)"""
+    """An OperationDef taking a variable number (>= 1) of tensor inputs, then fixed trailing
+    inputs: each declared signature lists the tensor slot once, as ``inputs[0]``.
+    :meth:`signatures_for` expands them to a given input count, and :meth:`match` returns
+    the expanded signature (so ``match(...).inputs[j]`` describes input j). Used by NNAPI
+    CONCATENATION (FL1: ``n >= 1`` tensors, then the axis)."""
+
+    def signatures_for(self, n_inputs: int) -> tuple[Signature, ...]:
+        """The signatures expanded to ``n_inputs`` inputs (none if there is no room for a
+        tensor input)."""
+        n = n_inputs - (len(self.signatures[0].inputs) - 1)
+        if n < 1:
+            return ()
+        return tuple(Signature(s.feature_level, (s.inputs[0],) * n + s.inputs[1:], s.outputs)
+                     for s in self.signatures)
 
     def match(self, inputs, outputs, max_feature_level: int = 99) -> Signature | None:
-        n = len(inputs) - 1
-        if n < 1:
-            return None
-        for s in sorted(self.signatures, key=lambda s: s.feature_level):
-            full = Signature(s.feature_level, (s.inputs[0],) * n + s.inputs[1:], s.outputs)
-            if OperationDef.match(replace(self, signatures=(full,)), inputs, outputs,
-                                  max_feature_level):
-                return full
-        return None
+        """The lowest-level expanded signature accepting these operands, or None."""
+        expanded = replace(self, signatures=self.signatures_for(len(inputs)))
+        return OperationDef.match(expanded, inputs, outputs, max_feature_level)
 
 
 def _concat_prepare(ctx: OpContext):
@@ -158,7 +164,8 @@ def _concat_prepare(ctx: OpContext):
         d = ctx.inputs[i].dims
         check(len(d) == rank, f"input {i} has rank {len(d)}, input 0 has rank {rank}")
         check(all(d[k] == dims[k] for k in range(rank) if k != axis),
-              f"input {i} dimensions {list(d)} differ from input 0's {list(first.dims)} off axis {axis}")
+              f"input {i} dimensions {list(d)} differ from input 0's "
+              f"{list(first.dims)} off axis {axis}")
         dims[axis] += d[axis]
     return [tuple(dims)]
 
@@ -189,7 +196,8 @@ def _reshape_prepare(ctx: OpContext):
     shape = int_vector(ctx, 1, "shape")
     check(1 <= len(shape) <= 4, f"input 1 (shape) must hold 1 to 4 values, got {shape}")
     check(shape.count(-1) <= 1, f"input 1 (shape) may hold at most one -1, got {shape}")
-    check(all(s > 0 or s == -1 for s in shape), f"input 1 (shape) values must be > 0 or -1, got {shape}")
+    check(all(s > 0 or s == -1 for s in shape),
+          f"input 1 (shape) values must be > 0 or -1, got {shape}")
     count, known = math.prod(ctx.inputs[0].dims), math.prod(s for s in shape if s != -1)
     if -1 in shape:
         check(count % known == 0, f"input 1 (shape) {shape}: {count} elements cannot fill it")
@@ -229,7 +237,8 @@ def _s2d_prepare(ctx: OpContext):
     _rank(ctx, (4,))
     b = _block_size(ctx)
     n, h, w, c = ctx.inputs[0].dims
-    check(h % b == 0 and w % b == 0, f"input 0 height {h} and width {w} must be divisible by block_size {b}")
+    check(h % b == 0 and w % b == 0,
+          f"input 0 height {h} and width {w} must be divisible by block_size {b}")
     return [(n, h // b, w // b, c * b * b)]
 
 
@@ -256,7 +265,8 @@ def _b2s_prepare(ctx: OpContext):
     _rank(ctx, (4,))
     b0, b1 = _block_shape(ctx)
     n, h, w, c = ctx.inputs[0].dims
-    check(n % (b0 * b1) == 0, f"input 0 batches {n} must be divisible by block_shape product {b0 * b1}")
+    check(n % (b0 * b1) == 0,
+          f"input 0 batches {n} must be divisible by block_shape product {b0 * b1}")
     return [(n // (b0 * b1), h * b0, w * b1, c)]
 
 
@@ -336,8 +346,10 @@ def _squeeze_prepare(ctx: OpContext):
     else:
         drop = set()
         for a in int_vector(ctx, 1, "squeeze dims"):
-            check(-rank <= a < rank, f"input 1 (squeeze dims) value {a} is out of range [{-rank}, {rank})")
-            check(dims[a % rank] == 1, f"input 1 (squeeze dims): dimension {a} has size {dims[a % rank]}, not 1")
+            check(-rank <= a < rank,
+                  f"input 1 (squeeze dims) value {a} is out of range [{-rank}, {rank})")
+            check(dims[a % rank] == 1,
+                  f"input 1 (squeeze dims): dimension {a} has size {dims[a % rank]}, not 1")
             drop.add(a % rank)
     return [tuple(d for i, d in enumerate(dims) if i not in drop) or (1,)]
 
@@ -363,7 +375,8 @@ def _slice_ranges(ctx: OpContext) -> list[range]:
     shrink_axis_mask needs a positive stride and a range of exactly one index."""
     dims = ctx.inputs[0].dims
     rank = _rank(ctx, (1, 2, 3, 4))
-    begin, end, strides = (int_vector(ctx, i, n, rank) for i, n in ((1, "begin"), (2, "end"), (3, "strides")))
+    begin, end, strides = (int_vector(ctx, i, n, rank)
+                           for i, n in ((1, "begin"), (2, "end"), (3, "strides")))
     begin_mask, end_mask, shrink = ctx.scalar(4), ctx.scalar(5), ctx.scalar(6)
     ranges = []
     for i, (d, s) in enumerate(zip(dims, strides)):
@@ -412,7 +425,8 @@ def _perm(ctx: OpContext) -> list[int]:
     if ctx.inputs[1].omitted:
         return list(range(rank - 1, -1, -1))
     perm = int_vector(ctx, 1, "perm", rank)
-    check(sorted(perm) == list(range(rank)), f"input 1 (perm) {perm} is not a permutation of 0..{rank - 1}")
+    check(sorted(perm) == list(range(rank)),
+          f"input 1 (perm) {perm} is not a permutation of 0..{rank - 1}")
     return perm
 
 

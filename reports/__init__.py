@@ -1,0 +1,2 @@
+"""Outcome records (JSON lines) and the reports rendered from them (summary, JUnit via
+pytest, HTML)."""

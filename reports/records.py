@@ -1,0 +1,65 @@
+"""Outcome records: one JSON object per finished test, appended and flushed as it happens,
+so a run killed half-way keeps every finished outcome on disk."""
+from __future__ import annotations
+
+import collections
+import json
+from pathlib import Path
+
+
+class RecordWriter:
+    """Append-only JSON-lines writer (one line per outcome, flushed immediately)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = open(self.path, "a", encoding="utf-8")
+
+    def write(self, record: dict) -> None:
+        self._file.write(json.dumps(record, sort_keys=True) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def read_records(path: str | Path) -> list[dict]:
+    """Every record of a JSON-lines file; a truncated last line (killed run) is dropped."""
+    records = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    return records
+
+
+def per_operation(records) -> dict[str, collections.Counter]:
+    """operation name -> Counter of outcomes (a model counts once for each operation it uses)."""
+    table: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    for r in records:
+        for op in r.get("operations", []) or ["(none)"]:
+            table[op][r["outcome"]] += 1
+    return dict(sorted(table.items()))
+
+
+def totals(records) -> collections.Counter:
+    """Counter of outcomes, plus ``skipped:<kind>`` for each skip kind."""
+    c = collections.Counter(r["outcome"] for r in records)
+    for r in records:
+        if r["outcome"] == "skipped":
+            c[f"skipped:{r.get('skip_kind') or 'other'}"] += 1
+    return c
+
+
+def format_summary(records) -> list[str]:
+    """Per-operation summary lines (operation, passed, failed, skipped) and totals."""
+    lines = [f"{'operation':34s} {'passed':>7s} {'failed':>7s} {'skipped':>8s}"]
+    for op, c in per_operation(records).items():
+        lines.append(f"{op:34s} {c['passed']:7d} {c['failed']:7d} {c['skipped']:8d}")
+    t = totals(records)
+    kinds = ", ".join(f"{k.split(':', 1)[1]} {v}" for k, v in sorted(t.items()) if k.startswith("skipped:"))
+    lines.append(f"total: {t['passed']} passed, {t['failed']} failed, {t['skipped']} skipped"
+                 + (f" ({kinds})" if kinds else ""))
+    return lines
