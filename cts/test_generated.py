@@ -4,7 +4,7 @@ import pytest
 from cts.harness import run_test_model
 
 
-def test_generated(nncts_test_model, nncts_device, record_property, request):
+def test_generated(nncts_test_model, nncts_device, request):
     """Build, compile, execute and compare one corpus test model (see cts.harness)."""
     outcome = run_test_model(nncts_test_model, nncts_device)
     if outcome.skip_kind:

@@ -22,8 +22,9 @@ def _read(pool, loc, operand_type, dims) -> np.ndarray:
 
 
 def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | None, list[int]]],
-                 relaxed: bool = False) -> list[np.ndarray]:
-    """Run ``sg`` given one (value or None if omitted, dims) per subgraph input.
+                 relaxed: bool = False, table=None) -> list[np.ndarray]:
+    """Run ``sg`` given one (value or None if omitted, dims) per subgraph input, with the
+    kernels of ``table`` (OperationType -> OperationDef; default: the operation table).
 
     Returns one numpy array per subgraph output. Raises HalError(GENERAL_FAILURE) naming the
     operation when a kernel rejects its operands or a computed shape contradicts the model.
@@ -50,7 +51,7 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
                 views_in.append(operand_view(o, constant_value(model, o)))
         views_out = [operand_view(sg.operands[idx]) for idx in operation.outputs]
         ctx = OpContext(op_type, views_in, views_out, relaxed)
-        opdef = ops.get(op_type)
+        opdef = (table or ops.REGISTRY)[op_type]
         try:
             shapes = [tuple(int(d) for d in s) for s in opdef.prepare(ctx)]
             for view, shape in zip(views_out, shapes):
@@ -80,9 +81,9 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
     return [values[idx] for idx in sg.output_indexes]
 
 
-def execute(model: Model, request: Request) -> list[OutputShape]:
+def execute(model: Model, request: Request, table=None) -> list[OutputShape]:
     """Run ``model`` (validated) on ``request`` (validated), writing outputs into the
-    request's pools.
+    request's pools; ``table`` overrides the operation table's kernels (test drivers).
 
     Returns one OutputShape per output. Raises HalError: GENERAL_FAILURE when an operation
     fails; OUTPUT_INSUFFICIENT_SIZE (with ``output_shapes``) when an output buffer is too
@@ -98,7 +99,7 @@ def execute(model: Model, request: Request) -> list[OutputShape]:
         dims = merged_dimensions(f"request input {j}", operand, arg.dimensions)
         inputs.append((_read(request.pools[arg.location.pool_index], arg.location,
                              operand.type, dims), dims))
-    results = run_subgraph(model, sg, inputs, model.relax_computation_float32_to_float16)
+    results = run_subgraph(model, sg, inputs, model.relax_computation_float32_to_float16, table)
     shapes, sufficient = [], True
     for arg, idx, result in zip(request.outputs, sg.output_indexes, results):
         data = result.tobytes()

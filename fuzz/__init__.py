@@ -1,0 +1,1 @@
+"""Coverage-guided fuzzing (atheris) of driver validation. Filled in by issue 4."""

@@ -1,0 +1,1 @@
+"""MLTS: real TFLite models imported into NNAPI models; latency, accuracy and crash/hang stress."""

@@ -1,0 +1,72 @@
+"""Deliberately broken drivers: each is the sample driver with one planted fault, used to
+prove that the CTS catches it (tests/test_cts_catches_faults.py)."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from runtime import ops
+from runtime.drivers.sample import SampleDevice
+from runtime.executor import execute
+from runtime.ops.common import is_quant
+from runtime.types import OperationType
+
+
+class _PatchedDevice(SampleDevice):
+    """Sample driver whose kernel for ``operation`` is wrapped by ``patch(ctx, execute)``."""
+
+    operation: OperationType
+
+    def patch(self, ctx, kernel):
+        raise NotImplementedError
+
+    def run(self, model, request):
+        table = dict(ops.REGISTRY)
+        original = table[self.operation]
+        table[self.operation] = dataclasses.replace(
+            original, execute=lambda ctx: self.patch(ctx, original.execute))
+        return execute(model, request, table)
+
+
+class OffByTwoQuantaAdd(_PatchedDevice):
+    """ADD's quantized results are ``quanta`` (2) quanta too high, saturating at 255; float
+    results unchanged. NNAPI's quant8 tolerance is 1 quantum, so 2 must be caught."""
+
+    operation = OperationType.ADD
+    quanta = 2
+
+    def patch(self, ctx, kernel):
+        out = kernel(ctx)
+        if is_quant(ctx.outputs[0]):
+            return [np.clip(out[0].astype(np.int64) + self.quanta, 0, 255).astype(out[0].dtype)]
+        return out
+
+
+class OffByOneQuantumAdd(OffByTwoQuantaAdd):
+    """ADD's quantized results one quantum too high: within NNAPI's quant8 tolerance, so
+    the CTS must still pass it (checks the tolerance is not stricter than NNAPI's)."""
+
+    quanta = 1
+
+
+class DropsFusedActivation(SampleDevice):
+    """Ignores the fused activation (computes as FuseCode NONE) of every operation that
+    has one; at feature levels 1-2 it is always the operation's last input."""
+
+    FUSED = (OperationType.ADD, OperationType.MUL, OperationType.SUB, OperationType.DIV,
+             OperationType.CONV_2D, OperationType.DEPTHWISE_CONV_2D, OperationType.FULLY_CONNECTED,
+             OperationType.AVERAGE_POOL_2D, OperationType.MAX_POOL_2D, OperationType.L2_POOL_2D)
+
+    def run(self, model, request):
+        table = dict(ops.REGISTRY)
+        for op in self.FUSED:
+            table[op] = dataclasses.replace(table[op], execute=self._without_activation(table[op].execute))
+        return execute(model, request, table)
+
+    @staticmethod
+    def _without_activation(kernel):
+        def run(ctx):
+            ctx.inputs[-1].value = np.asarray(0, np.int32)
+            return kernel(ctx)
+        return run
