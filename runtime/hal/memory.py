@@ -16,5 +16,8 @@ class SharedMemory:
     def size(self) -> int:
         return len(self._data)
 
+    def __deepcopy__(self, memo) -> "SharedMemory":
+        return SharedMemory(data=bytes(self._data))
+
     def __repr__(self) -> str:
         return f"SharedMemory(size={self.size})"

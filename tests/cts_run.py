@@ -1,0 +1,22 @@
+"""Run the CTS (or the nncts CLI) in a subprocess and read its outcome records."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from reports.records import read_records
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_cts(tmp_path: Path, *args: str) -> tuple[int, dict, str]:
+    """``pytest cts/test_generated.py ARGS`` with records in ``tmp_path``; returns (exit code,
+    {test id: record}, output)."""
+    report = tmp_path / "report"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "cts/test_generated.py", "-q",
+                           "-p", "no:cacheprovider", "--nncts-report", str(report), *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    records = {r["id"]: r for r in read_records(report / "outcomes.jsonl")} \
+        if (report / "outcomes.jsonl").exists() else {}
+    return proc.returncode, records, proc.stdout + proc.stderr
