@@ -1,0 +1,55 @@
+"""CTS throughput on the vendored corpus: models per second through the front end (the CTS
+path: Model -> Compilation -> Execution on the sample driver) and, side by side, through the
+HAL path alone (reference executor, no front end), with their ratio.
+
+Usage: python benchmarks/cts_throughput.py [--versions V1_0 V1_1] [--repeat 3]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cts.harness import run_test_model  # noqa: E402
+from runtime.nnapi import get_devices  # noqa: E402
+from runtime.testing.test_model import iter_corpus  # noqa: E402
+from runtime.tools.refcheck import check_model  # noqa: E402
+
+CORPUS = Path(__file__).resolve().parents[1] / "cts" / "corpus"
+
+
+def rate(models, run, repeat: int) -> tuple[float, dict]:
+    """Best models/second over ``repeat`` passes, and outcome counts of the last pass."""
+    best, counts = 0.0, {}
+    for _ in range(repeat):
+        counts = {}
+        start = time.perf_counter()
+        for tm in models:
+            status = run(tm)
+            counts[status] = counts.get(status, 0) + 1
+        best = max(best, len(models) / (time.perf_counter() - start))
+    return best, counts
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--versions", nargs="+", default=["V1_0", "V1_1"])
+    p.add_argument("--repeat", type=int, default=3)
+    args = p.parse_args()
+    t0 = time.perf_counter()
+    models = list(iter_corpus([CORPUS / v for v in args.versions]))
+    load = time.perf_counter() - t0
+    device = get_devices(["sample"])[0]
+    front, c1 = rate(models, lambda tm: run_test_model(tm, device).status, args.repeat)
+    hal, c2 = rate(models, lambda tm: check_model(tm)[0], args.repeat)
+    print(f"corpus {'+'.join(args.versions)}: {len(models)} models, loaded in {load:.2f} s")
+    print(f"front end (CTS path):   {front:8.1f} models/s  {c1}")
+    print(f"HAL path (executor):    {hal:8.1f} models/s  {c2}")
+    print(f"ratio front end / HAL:  {front / hal:8.2f}")
+
+
+if __name__ == "__main__":
+    main()
