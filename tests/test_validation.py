@@ -169,3 +169,33 @@ def test_request_mutations_are_invalid_argument(hal_add):
         with pytest.raises(HalError) as e:
             validate_request(r, model)
         assert e.value.status == ErrorStatus.INVALID_ARGUMENT and fragment in str(e.value)
+
+
+def fc_quant8_model(output_scale):
+    m = Model()
+    Q8 = T.TENSOR_QUANT8_ASYMM
+    x = m.add_operand(Q8, [1, 2], 1.0, 0)
+    w = m.add_operand(Q8, [1, 2], 1.0, 0)
+    m.set_operand_value(w, np.array([[1, 1]], np.uint8))
+    b = m.add_operand(T.TENSOR_INT32, [1], 1.0, 0)
+    m.set_operand_value(b, np.array([0], np.int32))
+    act = m.add_operand(T.INT32)
+    m.set_operand_value(act, np.int32(0))
+    out = m.add_operand(Q8, [1, 1], output_scale, 0)
+    m.add_operation(Op.FULLY_CONNECTED, [x, w, b, act], [out])
+    m.identify_inputs_and_outputs([x], [out])
+    m.finish()
+    return m.to_hal()
+
+
+def test_fl1_quant_output_scale_rule_raises_required_feature_level():
+    # NNAPI FL1-2: quant8 FULLY_CONNECTED needs output_scale > input_scale * weights_scale
+    # (1.0 * 1.0); with 0.5 the model is valid only from feature level 3.
+    from runtime.drivers.sample import SampleDevice
+    strict = fc_quant8_model(0.5)
+    validate_model(strict)  # valid at the latest feature level
+    with pytest.raises(HalError) as e:
+        validate_model(strict, feature_level=2)
+    assert "needs feature level 3" in str(e.value) and "FULLY_CONNECTED" in str(e.value)
+    assert SampleDevice().get_supported_operations(strict) == [False]  # sample is FL2
+    assert SampleDevice().get_supported_operations(fc_quant8_model(2.0)) == [True]

@@ -9,7 +9,8 @@ from ..errors import HalError
 from ..executor import execute
 from ..hal.interfaces import IDevice, IPreparedModel
 from ..hal.types import Capabilities, Model, OutputShape, PerformanceInfo, Request, Timing
-from ..hal.validate import operand_view, validate_model, validate_request
+from ..hal.validate import (constant_value, operand_view, operation_feature_level, validate_model,
+                            validate_request)
 from ..types import (DeviceTypeCode, ErrorStatus, MeasureTiming, OperandLifeTime, OperandType,
                      PreferenceCode, PriorityCode)
 
@@ -67,18 +68,23 @@ class SampleDevice(IDevice):
         return Capabilities(PerformanceInfo(1.0, 1.0), PerformanceInfo(1.0, 1.0), perf)
 
     def supports(self, model: Model, operation) -> bool:
-        """Whether this device runs ``operation`` of the main subgraph (table signature match)."""
+        """Whether this device runs ``operation`` of the main subgraph: the operation table
+        has it and this use needs no feature level above :attr:`feature_level`."""
         opdef = ops.get(operation.type)
         if opdef is None:
             return False
         sg = model.main
-        ins = [operand_view(sg.operands[i], None, sg.operands[i].lifetime == OperandLifeTime.NO_VALUE)
-               for i in operation.inputs]
+        ins = [operand_view(sg.operands[i], constant_value(model, sg.operands[i]),
+                            sg.operands[i].lifetime == OperandLifeTime.NO_VALUE) for i in operation.inputs]
         outs = [operand_view(sg.operands[i]) for i in operation.outputs]
-        return opdef.match(ins, outs, self.feature_level) is not None
+        try:
+            level, _ = operation_feature_level(opdef, ins, outs, model.relax_computation_float32_to_float16)
+        except HalError:
+            return False
+        return level <= self.feature_level
 
     def get_supported_operations(self, model: Model) -> list[bool]:
-        validate_model(model, self.feature_level)
+        validate_model(model)
         return [self.supports(model, op) for op in model.main.operations]
 
     def prepare_model(self, model: Model, preference=PreferenceCode.FAST_SINGLE_ANSWER,
@@ -88,7 +94,7 @@ class SampleDevice(IDevice):
             raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid execution preference {preference}")
         if priority not in PriorityCode._value2member_map_:
             raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid priority {priority}")
-        validate_model(model, self.feature_level)
+        validate_model(model)
         unsupported = [f"operation {k} ({op.type.name})" for k, op in enumerate(model.main.operations)
                        if not self.supports(model, op)]
         if unsupported:

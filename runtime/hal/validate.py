@@ -247,12 +247,31 @@ def _check_operation(where, op_type, operation, sg, model, feature_level) -> Non
     for j, v in enumerate(views_in):
         if v.omitted and not opdef.match(views_in, views_out, feature_level).inputs[j].optional:
             _fail(f"{where}: input {j} has no value but is not optional")
+    level, because = operation_feature_level(opdef, views_in, views_out,
+                                             model.relax_computation_float32_to_float16, where)
+    if level > feature_level:
+        _fail(f"{where}: needs feature level {level} ({because}); validating for feature level "
+              f"{feature_level}")
+
+
+def operation_feature_level(opdef, views_in, views_out, relaxed: bool, where: str = "") -> tuple[int, str]:
+    """(feature level, reason) this use of an operation needs: its lowest matching
+    signature's level, raised by the operation's ``validate`` rules (e.g. a quant8 rule of
+    FL1-2 broken). Raises HalError(INVALID_ARGUMENT) when no signature matches or a rule
+    of every level is broken."""
+    sig = opdef.match(views_in, views_out)
+    if sig is None:
+        _fail(f"{where}: {_signature_error(opdef, views_in, views_out, 99)}")
+    level, because = sig.feature_level, f"signature {sig.describe()}"
     if opdef.validate is not None:
-        ctx = OpContext(op_type, views_in, views_out, model.relax_computation_float32_to_float16)
+        ctx = OpContext(opdef.type, views_in, views_out, relaxed)
         try:
             opdef.validate(ctx)
         except OperationError as e:
             _fail(f"{where}: {e}")
+        if ctx.required_feature_level > level:
+            level, because = ctx.required_feature_level, ctx.required_because
+    return level, because
 
 
 def validate_model(model: Model, feature_level: int = 8) -> None:

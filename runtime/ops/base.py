@@ -95,6 +95,15 @@ class OpContext:
     inputs: list[OperandView]
     outputs: list[OperandView]
     relaxed: bool = False
+    required_feature_level: int = 1
+    required_because: str = ""
+
+    def require_feature_level(self, level: int, reason: str) -> None:
+        """Record that this use of the operation needs feature level ``level`` (a rule of
+        lower levels is broken, as AOSP ``validateOperation`` computes a model's minimum
+        feature level); validation for a lower level then rejects it with ``reason``."""
+        if level > self.required_feature_level:
+            self.required_feature_level, self.required_because = level, reason
 
     def scalar(self, index: int):
         """Python value (int, float or bool) of scalar input ``index``; raises OperationError

@@ -20,7 +20,8 @@ import numpy as np
 from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (Window2D, apply_activation, bias_to_float, check_fuse_code,
-                     check_quant_bias, from_float, read_window, sliding_windows, to_float,
+                     check_quant_bias, from_float, meets_fl1_output_scale, read_window,
+                     sliding_windows, to_float,
                      window_args)
 
 T = OperandType
@@ -46,6 +47,8 @@ def _validate(ctx: OpContext) -> None:
     """Model-time rule (FL1): a quant8 convolution's int32 bias has scale
     input_scale * filter_scale and zeroPoint 0. Raises OperationError."""
     check_quant_bias(*ctx.inputs[:3])
+    if not meets_fl1_output_scale(ctx.inputs[0], ctx.inputs[1], ctx.outputs[0]):
+        ctx.require_feature_level(3, "quant8 output scale <= input scale * filter scale")
 
 
 def _params(ctx: OpContext, depthwise: bool) -> tuple[Window2D, int, int, int]:

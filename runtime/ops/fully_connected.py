@@ -16,6 +16,7 @@ from __future__ import annotations
 from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (apply_activation, bias_to_float, check_fuse_code, check_quant_bias,
+                     meets_fl1_output_scale,
                      from_float, to_float)
 
 T = OperandType
@@ -32,6 +33,8 @@ def validate(ctx: OpContext) -> None:
     """Model-time rule (FL1): a quant8 FULLY_CONNECTED's int32 bias has scale
     input_scale * weights_scale and zeroPoint 0. Raises OperationError."""
     check_quant_bias(*ctx.inputs[:3])
+    if not meets_fl1_output_scale(ctx.inputs[0], ctx.inputs[1], ctx.outputs[0]):
+        ctx.require_feature_level(3, "quant8 output scale <= input scale * weights scale")
 
 
 def prepare(ctx: OpContext):

@@ -51,6 +51,14 @@ def _same_quant(ctx: OpContext) -> None:
     """validate: a TENSOR_QUANT8_ASYMM output keeps input0's scale and zeroPoint (NNAPI,
     every operation of this module). Raises OperationError."""
     check_same_quant(ctx.inputs[0], ctx.outputs[0], ctx.operation.name)
+    _fl2_quant_rules(ctx)
+
+
+def _fl2_quant_rules(ctx: OpContext) -> None:
+    """validate: a use breaking :func:`meets_fl2_quant_rules` needs feature level 3."""
+    if not meets_fl2_quant_rules(ctx):
+        ctx.require_feature_level(3, "quant8 rule of feature levels 1-2 (concatenation inputs share the "
+                                     "output's scale/zeroPoint; PAD/SPACE_TO_BATCH_ND zeroPoint 0)")
 
 
 def _same_params(inp: OperandView, out: OperandView) -> bool:
@@ -183,7 +191,7 @@ register(VariadicOperationDef(
     OperationType.CONCATENATION,
     tuple(sig(1, [tensor("input0..n-1", t), scalar("axis", T.INT32)], [tensor("output", t)])
           for t in DATA_TYPES),
-    _concat_prepare, _concat_execute,
+    _concat_prepare, _concat_execute, validate=_fl2_quant_rules,
     summary="concatenate n >= 1 tensors along axis"))
 
 
