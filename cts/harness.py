@@ -68,8 +68,9 @@ def skip_reason(tm: TestModel, device: Device) -> tuple[str, str] | None:
     if reason:
         return "not_implemented", reason
     if tm.feature_level > device.feature_level:
-        return "feature_level", (f"model needs feature level {tm.feature_level}, "
-                                 f"driver {device.name} has {device.feature_level}")
+        return "feature_level", (f"not implemented by the driver: the model needs feature level "
+                                 f"{tm.feature_level}, driver {device.name} implements up to "
+                                 f"{device.feature_level}")
     return None
 
 

@@ -126,7 +126,7 @@ def _check_operand(where: str, op: Operand, model: Model, n_referenced: int) -> 
 def _signature_error(opdef, inputs, outputs, feature_level) -> str:
     """Explain why no signature of ``opdef`` fits (the signature that fits longest)."""
     best, best_pos = None, -1
-    for s in opdef.signatures:
+    for s in opdef.signatures_for(len(inputs)):
         if s.feature_level > feature_level:
             continue
         if len(s.inputs) != len(inputs) or len(s.outputs) != len(outputs):
@@ -141,6 +141,8 @@ def _signature_error(opdef, inputs, outputs, feature_level) -> str:
     if best is None:
         counts = sorted({(len(s.inputs), len(s.outputs)) for s in opdef.signatures
                          if s.feature_level <= feature_level})
+        if opdef.variadic:
+            return f"takes n >= 1 tensors then {len(opdef.signatures[0].inputs) - 1} more inputs"
         return (f"takes {' or '.join(f'{i} inputs and {o} outputs' for i, o in counts)}, "
                 f"got {len(inputs)} inputs and {len(outputs)} outputs")
     n_in = len(best.inputs)

@@ -142,21 +142,38 @@ class OperationDef:
     validate: Callable[[OpContext], None] | None = None
     summary: str = ""
 
+    #: True when the first input slot repeats (n >= 1 tensors, then the fixed trailing
+    #: inputs), as NNAPI CONCATENATION's inputs do.
+    variadic: bool = False
+
     @property
     def min_feature_level(self) -> int:
         return min(s.feature_level for s in self.signatures)
 
+    def signatures_for(self, n_inputs: int) -> tuple[Signature, ...]:
+        """Signatures for a use with ``n_inputs`` inputs: for a variadic operation, each
+        signature's first slot repeated to fill (none if there is no room for one)."""
+        if not self.variadic:
+            return self.signatures
+        out = []
+        for s in self.signatures:
+            n = n_inputs - (len(s.inputs) - 1)
+            if n >= 1:
+                out.append(Signature(s.feature_level, (s.inputs[0],) * n + s.inputs[1:], s.outputs))
+        return tuple(out)
+
     def match(self, inputs: Sequence[OperandView], outputs: Sequence[OperandView],
               max_feature_level: int = 99) -> Signature | None:
-        """The lowest-level signature accepting these operands (types, counts, ranks)."""
-        for sig in sorted(self.signatures, key=lambda s: s.feature_level):
-            if sig.feature_level > max_feature_level:
+        """The lowest-level signature accepting these operands (types, counts, ranks), expanded
+        to the input count for a variadic operation; None if none fits."""
+        for s in sorted(self.signatures_for(len(inputs)), key=lambda s: s.feature_level):
+            if s.feature_level > max_feature_level:
                 continue
-            if len(sig.inputs) != len(inputs) or len(sig.outputs) != len(outputs):
+            if len(s.inputs) != len(inputs) or len(s.outputs) != len(outputs):
                 continue
-            if all(a.accepts(o.type, o.dims, o.omitted) for a, o in zip(sig.inputs, inputs)) and \
-                    all(a.accepts(o.type, o.dims, False) for a, o in zip(sig.outputs, outputs)):
-                return sig
+            if all(a.accepts(o.type, o.dims, o.omitted) for a, o in zip(s.inputs, inputs)) and \
+                    all(a.accepts(o.type, o.dims, False) for a, o in zip(s.outputs, outputs)):
+                return s
         return None
 
 

@@ -9,9 +9,9 @@ TENSOR_QUANT8_ASYMM (TENSOR_INT32 bias of scale input_scale * filter_scale, zero
 Semantics: NNAPI ``types.spec`` (CONV_2D = 3, DEPTHWISE_CONV_2D = 4; FL1) and the AOSP CPU
 ``prepare`` of ``Conv2D.cpp`` / ``DepthwiseConv2D.cpp`` for the shape rules. Quantized
 results are computed from dequantized values in float64 and requantized (round half away
-from zero, saturate). The FL1-2 rule ``output_scale > input_scale * filter_scale`` is not
-enforced here: AOSP reads a model breaking it as a feature level 3 model, not an invalid
-one (see :func:`.common.meets_fl1_output_scale`).
+from zero, saturate). A model breaking the FL1-2 rule ``output_scale > input_scale * filter_scale`` is not
+invalid: as in AOSP, it needs feature level 3 (``validate`` records that; see
+:func:`.common.meets_fl1_output_scale`).
 """
 from __future__ import annotations
 

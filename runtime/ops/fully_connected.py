@@ -7,8 +7,8 @@ input_scale * weights_scale, zeroPoint 0).
 
 Semantics: NNAPI ``types.spec`` (FULLY_CONNECTED = 9, FL1) and AOSP
 ``fully_connected::validateShapes``. Quantized results are computed from dequantized values
-in float64 and requantized. The FL1-2 rule ``output_scale > input_scale * weights_scale``
-is not enforced (AOSP reads a model breaking it as feature level 3; see
+in float64 and requantized. A model breaking the FL1-2 rule ``output_scale > input_scale *
+weights_scale`` needs feature level 3, as in AOSP (``validate`` records that; see
 :func:`.common.meets_fl1_output_scale`).
 """
 from __future__ import annotations

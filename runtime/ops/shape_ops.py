@@ -10,9 +10,10 @@ here: TENSOR_FLOAT16 and the NCHW flag (FL3), TENSOR_QUANT8_ASYMM_SIGNED (FL4).
 
 Two FL1-2 quantization rules only decide the feature level of a model (AOSP
 ``validateOperation`` then reports feature level 3; the model is not invalid), so, like
-CONV_2D's output-scale rule, they are not enforced; :func:`meets_fl2_quant_rules` tells
-whether a model keeps them: CONCATENATION inputs with the output's scale and zeroPoint,
-and a zero zeroPoint for PAD and SPACE_TO_BATCH_ND inputs. The kernels follow the FL3
+CONV_2D's output-scale rule, breaking them makes ``validate`` require feature level 3
+(:meth:`OpContext.require_feature_level`); :func:`meets_fl2_quant_rules` tells whether a
+model keeps them: CONCATENATION inputs with the output's scale and zeroPoint, and a zero
+zeroPoint for PAD and SPACE_TO_BATCH_ND inputs. The kernels follow the FL3
 definition when they are broken: CONCATENATION requantizes, PAD and SPACE_TO_BATCH_ND pad
 with the zeroPoint.
 
@@ -23,13 +24,12 @@ parameter rules of their ``prepare`` (OperationsExecutionUtils.cpp and cpu_opera
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
 
 from ..types import OperandType, OperationType
-from .base import (OpContext, OperandView, OperationDef, Signature, check, register, scalar,
+from .base import (OpContext, OperandView, OperationDef, check, register, scalar,
                    sig, tensor)
 from .common import check_same_quant, from_float, int_vector, to_float
 
@@ -136,28 +136,6 @@ def _reg(op, sigs, prepare, execute, summary, validate=_same_quant):
 
 # --- CONCATENATION (FL1) -----------------------------------------------------------------
 
-class VariadicOperationDef(OperationDef):
-    """An OperationDef taking a variable number (>= 1) of tensor inputs, then fixed trailing
-    inputs: each declared signature lists the tensor slot once, as ``inputs[0]``.
-    :meth:`signatures_for` expands them to a given input count, and :meth:`match` returns
-    the expanded signature (so ``match(...).inputs[j]`` describes input j). Used by NNAPI
-    CONCATENATION (FL1: ``n >= 1`` tensors, then the axis)."""
-
-    def signatures_for(self, n_inputs: int) -> tuple[Signature, ...]:
-        """The signatures expanded to ``n_inputs`` inputs (none if there is no room for a
-        tensor input)."""
-        n = n_inputs - (len(self.signatures[0].inputs) - 1)
-        if n < 1:
-            return ()
-        return tuple(Signature(s.feature_level, (s.inputs[0],) * n + s.inputs[1:], s.outputs)
-                     for s in self.signatures)
-
-    def match(self, inputs, outputs, max_feature_level: int = 99) -> Signature | None:
-        """The lowest-level expanded signature accepting these operands, or None."""
-        expanded = replace(self, signatures=self.signatures_for(len(inputs)))
-        return OperationDef.match(expanded, inputs, outputs, max_feature_level)
-
-
 def _concat_prepare(ctx: OpContext):
     """Output [D0, ..., sum(Daxis(i)), ..., Dm]: inputs of equal rank (1-4) and equal
     dimensions except on ``axis`` (INT32, 0 <= axis < rank; negative axes are not
@@ -187,12 +165,12 @@ def _concat_execute(ctx: OpContext):
     return [np.concatenate(parts, axis=ctx.scalar(n))]
 
 
-register(VariadicOperationDef(
+register(OperationDef(
     OperationType.CONCATENATION,
     tuple(sig(1, [tensor("input0..n-1", t), scalar("axis", T.INT32)], [tensor("output", t)])
           for t in DATA_TYPES),
     _concat_prepare, _concat_execute, validate=_fl2_quant_rules,
-    summary="concatenate n >= 1 tensors along axis"))
+    summary="concatenate n >= 1 tensors along axis", variadic=True))
 
 
 # --- RESHAPE (FL1) -------------------------------------------------------------------
