@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.records import RecordWriter, format_summary
+from reports.records import RecordWriter, format_summary, read_records
 from runtime.types import OperationType
 
 DEFAULT_CORPUS = Path(__file__).resolve().parent / "corpus"
@@ -23,6 +23,9 @@ def pytest_addoption(parser):
                 help="corpus directory (root or any folder below it; repeatable); default: the vendored AOSP corpus")
     g.addoption("--nncts-report", default=None, metavar="DIR",
                 help="write outcomes.jsonl (one JSON record per test, as it finishes) into DIR")
+    g.addoption("--nncts-resume", action="store_true",
+                help="with --nncts-report: skip the tests DIR/outcomes.jsonl already records "
+                     "(continue a run that was killed), appending the rest")
 
 
 def pytest_configure(config):
@@ -32,6 +35,10 @@ def pytest_configure(config):
         config.addinivalue_line("markers", f"fl{level}: test model needs feature level {level}")
     config._nncts_records = []
     report_dir = config.getoption("nncts_report", None)
+    config._nncts_done = set()
+    if report_dir and config.getoption("nncts_resume") and (Path(report_dir) / "outcomes.jsonl").exists():
+        config._nncts_records = read_records(Path(report_dir) / "outcomes.jsonl")
+        config._nncts_done = {r["id"] for r in config._nncts_records}
     is_worker = hasattr(config, "workerinput")
     config._nncts_writer = RecordWriter(Path(report_dir) / "outcomes.jsonl") if report_dir and not is_worker else None
 
@@ -63,6 +70,20 @@ def pytest_generate_tests(metafunc):
         marks.append(getattr(pytest.mark, f"fl{tm.feature_level}"))
         params.append(pytest.param(tm, id=tm.test_id, marks=marks))
     metafunc.parametrize("nncts_test_model", params)
+
+
+def pytest_collection_modifyitems(config, items):
+    """With --nncts-resume, deselect the test models already recorded."""
+    done = getattr(config, "_nncts_done", set())
+    if not done:
+        return
+    keep, drop = [], []
+    for item in items:
+        tm = getattr(item, "callspec", None) and item.callspec.params.get("nncts_test_model")
+        (drop if tm is not None and tm.test_id in done else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 @pytest.fixture(scope="session")

@@ -22,13 +22,15 @@ def _cts(args, extra) -> int:
     report_dir = Path(args.report_dir)
     report_dir.mkdir(parents=True, exist_ok=True)
     records = report_dir / "outcomes.jsonl"
-    if records.exists():
+    if records.exists() and not args.resume:
         records.unlink()
     test_file = Path(cts.__file__).resolve().parent / "test_generated.py"
     pytest_args = [str(test_file), "-p", "cts.plugin", "-p", "no:cacheprovider",
                    "--driver", args.driver, "--nncts-report", str(report_dir),
                    "--junitxml", str(report_dir / "junit.xml"), "-o", "junit_suite_name=nncts-cts",
-                   "-o", "console_output_style=count"]
+                   "-o", "console_output_style=count", "--timeout", str(args.timeout)]
+    if args.resume:
+        pytest_args.append("--nncts-resume")
     for c in args.corpus:
         pytest_args += ["--corpus", c]
     code = int(pytest.main(pytest_args + extra))
@@ -49,6 +51,10 @@ def main(argv=None) -> int:
                    help="bundled name, entry point in group nncts.drivers, or module:factory")
     p.add_argument("--corpus", action="append", default=[], help="corpus directory (repeatable)")
     p.add_argument("--report-dir", default="nncts-report", help="where reports go (default: nncts-report)")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the report directory's outcomes and run only the tests not recorded yet")
+    p.add_argument("--timeout", type=float, default=300,
+                   help="seconds one test model may take before it counts as a hang (default 300)")
     sub.add_parser("drivers", help="list the drivers that --driver accepts by name")
     args, extra = parser.parse_known_args(argv)
     if args.command == "drivers":

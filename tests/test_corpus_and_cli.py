@@ -79,3 +79,17 @@ def test_cli_unknown_driver_is_a_clear_error(tmp_path, small_corpus):
                            "--corpus", str(small_corpus[0]), "--report-dir", str(tmp_path / "r")],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0 and "no driver named 'nope'" in proc.stdout + proc.stderr
+
+
+def test_cli_resume_runs_only_unrecorded_models(tmp_path, small_corpus):
+    root, n = small_corpus
+    report = tmp_path / "rep"
+    cmd = [sys.executable, "-m", "nncts.cli", "cts", "--corpus", str(root), "--report-dir", str(report)]
+    first = subprocess.run(cmd + ["-k", "relu"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stdout[-2000:]
+    n_relu = len((report / "outcomes.jsonl").read_text().splitlines())
+    second = subprocess.run(cmd + ["--resume"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stdout[-2000:]
+    assert f"{n - n_relu} passed, {n_relu} deselected" in second.stdout
+    ids = [json.loads(line)["id"] for line in (report / "outcomes.jsonl").read_text().splitlines()]
+    assert len(ids) == n == len(set(ids))
