@@ -80,11 +80,6 @@ def apply_activation(real: np.ndarray, code: int) -> np.ndarray:
     return np.clip(real, lo, hi)
 
 
-def float_output(out: OperandView, real: np.ndarray) -> np.ndarray:
-    """Apply nothing but the store: alias of :func:`from_float` for readability."""
-    return from_float(out, real)
-
-
 def same_padding(in_size: int, stride: int, filter_size: int, dilation: int = 1) -> tuple[int, int]:
     """NNAPI implicit SAME padding: (head, tail) so that out = ceil(in / stride)."""
     eff = (filter_size - 1) * dilation + 1
