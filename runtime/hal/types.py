@@ -145,3 +145,48 @@ class Capabilities:
         """Performance for ``operand_type``; the worst value (FLT_MAX) when not listed."""
         return self.operand_performance.get(
             operand_type, PerformanceInfo(3.4028234663852886e38, 3.4028234663852886e38))
+
+
+@dataclass(frozen=True)
+class MemoryDomainToken:
+    """A request memory pool that is a driver-allocated buffer (HAL 1.3
+    ``Request::MemoryPool::token``): the token ``IDevice.allocate`` returned (> 0)."""
+
+    token: int
+
+
+@dataclass
+class BufferDesc:
+    """Dimensions of a driver-allocated buffer (0 = unknown; [] = unknown rank)."""
+
+    dimensions: list[int] = field(default_factory=list)
+
+
+@dataclass
+class BufferRole:
+    """One use of a driver-allocated buffer: input or output ``io_index`` of prepared model
+    ``model_index`` (index into the prepared-model list of ``allocate``), with a usage
+    ``probability`` in (0, 1]."""
+
+    model_index: int
+    io_index: int
+    probability: float = 1.0
+
+
+@dataclass(frozen=True)
+class ExtensionOperandTypeInformation:
+    """An extension operand type: its code within the extension (low 16 bits), whether it is
+    a tensor, and the byte size of a scalar or of one tensor element."""
+
+    type: int
+    is_tensor: bool
+    byte_size: int
+
+
+@dataclass
+class Extension:
+    """A vendor extension a driver supports: its name (``com.example.foo``) and operand
+    types."""
+
+    name: str
+    operand_types: list[ExtensionOperandTypeInformation] = field(default_factory=list)
