@@ -11,9 +11,15 @@ ENTRY_POINT_GROUP = "nncts.drivers"
 DEFAULT_DRIVER = "sample"
 
 
-def _bundled():
-    from .sample import SampleDevice
-    return {"sample": SampleDevice}
+#: Bundled driver name -> "module:factory" (imported on first use).
+BUNDLED = {
+    "sample": "runtime.drivers.sample:SampleDevice",
+    "sample-float-fast": "runtime.drivers.variants:SampleFloatFast",
+    "sample-float-slow": "runtime.drivers.variants:SampleFloatSlow",
+    "sample-quant": "runtime.drivers.variants:SampleQuant",
+    "sample-minimal": "runtime.drivers.variants:SampleMinimal",
+    "sample-fibonacci": "runtime.extensions.fibonacci:FibonacciDevice",
+}
 
 
 class DriverNotFound(LookupError):
@@ -22,7 +28,7 @@ class DriverNotFound(LookupError):
 
 def available_drivers() -> list[str]:
     """Bundled driver names plus those declared by installed packages' entry points."""
-    return sorted(set(_bundled()) | {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
+    return sorted(set(BUNDLED) | {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
 
 
 def load_driver(spec: str = DEFAULT_DRIVER) -> IDevice:
@@ -32,14 +38,13 @@ def load_driver(spec: str = DEFAULT_DRIVER) -> IDevice:
     Raises DriverNotFound for an unknown name, and TypeError when the factory does not
     return an IDevice.
     """
+    spec = BUNDLED.get(spec, spec)
     if ":" in spec:
         module, _, attr = spec.partition(":")
         try:
             factory = getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError) as e:
             raise DriverNotFound(f"cannot load driver {spec!r}: {e}") from None
-    elif spec in _bundled():
-        factory = _bundled()[spec]
     else:
         eps = [ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == spec]
         if not eps:
