@@ -1,9 +1,13 @@
 """Compilation (``ANeuralNetworksCompilation``): a finished model prepared for a device."""
 from __future__ import annotations
 
+import time
+from pathlib import Path
+
 from ..errors import NnapiError
-from ..types import PreferenceCode, PriorityCode, ResultCode
-from .device import Device, driver_call, get_devices, get_supported_operations_for_devices
+from ..types import BYTE_SIZE_OF_CACHE_TOKEN, PreferenceCode, PriorityCode, ResultCode
+from .cache import CachingSettings, prepare_on_device
+from .device import Device, get_devices, get_supported_operations_for_devices
 from .model import Model
 
 
@@ -24,6 +28,8 @@ class Compilation:
         self.explicit = explicit
         self.preference = PreferenceCode.FAST_SINGLE_ANSWER
         self.priority = PriorityCode.MEDIUM
+        self.timeout_ns: int | None = None
+        self.caching: CachingSettings | None = None
         self.prepared = None
         self.device: Device | None = None
         self._finished = False
@@ -54,6 +60,31 @@ class Compilation:
             raise NnapiError(ResultCode.BAD_DATA, f"set_priority: {priority} is not a PriorityCode")
         self.priority = PriorityCode(priority)
 
+    def set_timeout(self, duration_ns: int) -> None:
+        """Bound the compilation to ``duration_ns`` nanoseconds (0 = none); only for a
+        compilation created for exactly one device (BAD_DATA otherwise), FL4."""
+        self._check_open("set_timeout")
+        if not (self.explicit and len(self.devices) == 1):
+            raise NnapiError(ResultCode.BAD_DATA, "set_timeout: only for a compilation created for one device")
+        if duration_ns < 0:
+            raise NnapiError(ResultCode.BAD_DATA, f"set_timeout: {duration_ns} is negative")
+        self.timeout_ns = duration_ns or None
+
+    def set_caching(self, cache_dir, token: bytes) -> None:
+        """Cache the prepared model in ``cache_dir`` under ``token`` (32 bytes), FL3. Raises
+        BAD_DATA for a wrong token length or a missing directory."""
+        self._check_open("set_caching")
+        if not isinstance(token, (bytes, bytearray)) or len(token) != BYTE_SIZE_OF_CACHE_TOKEN:
+            raise NnapiError(ResultCode.BAD_DATA,
+                             f"set_caching: the token must be {BYTE_SIZE_OF_CACHE_TOKEN} bytes")
+        if not Path(cache_dir).is_dir():
+            raise NnapiError(ResultCode.BAD_DATA, f"set_caching: {cache_dir} is not a directory")
+        self.caching = CachingSettings(Path(cache_dir), bytes(token))
+
+    def deadline_ns(self) -> int | None:
+        """Absolute monotonic deadline of the compilation, from set_timeout."""
+        return None if self.timeout_ns is None else time.monotonic_ns() + self.timeout_ns
+
     def finish(self) -> None:
         """Pick the first device supporting every operation and prepare the model on it.
         Raises BAD_DATA naming the unsupported operations when no device supports them all."""
@@ -63,8 +94,8 @@ class Compilation:
         for device in self.devices:
             supported = get_supported_operations_for_devices(self.model, [device])
             if all(supported):
-                with driver_call(f"{device.name}: prepare_model"):
-                    self.prepared = device.hal.prepare_model(hal_model, self.preference, self.priority)
+                self.prepared = prepare_on_device(device, hal_model, self.preference, self.priority,
+                                                  self.deadline_ns(), self.caching)
                 self.device = device
                 self._finished = True
                 return

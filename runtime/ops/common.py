@@ -179,11 +179,12 @@ def sliding_windows(x: np.ndarray, win: Window2D, fill: float = 0.0) -> np.ndarr
 # --- quantized bias / output scale rules: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED -------
 
 def check_quant_bias(inp: OperandView, weights: OperandView, bias: OperandView) -> None:
-    """For a TENSOR_QUANT8_ASYMM ``inp``: the TENSOR_INT32 ``bias`` must have zeroPoint 0 and
-    scale ``inp.scale * weights.scale`` (binary32 product; equal within a relative 1e-6, the
-    tolerance of AOSP ``GetQuantizedConvolutionMultiplier``). NNAPI CONV_2D,
-    DEPTHWISE_CONV_2D, FULLY_CONNECTED (FL1). Raises OperationError."""
-    if inp.type != OperandType.TENSOR_QUANT8_ASYMM:
+    """For a TENSOR_QUANT8_ASYMM (FL1) or TENSOR_QUANT8_ASYMM_SIGNED (FL4) ``inp``: the
+    TENSOR_INT32 ``bias`` must have zeroPoint 0 and scale ``inp.scale * weights.scale``
+    (binary32 product; equal within a relative 1e-6, the tolerance of AOSP
+    ``GetQuantizedConvolutionMultiplier``). NNAPI CONV_2D, DEPTHWISE_CONV_2D,
+    FULLY_CONNECTED. Raises OperationError."""
+    if inp.type not in (OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED):
         return
     product = float(np.float32(inp.scale) * np.float32(weights.scale))
     check(abs(product - bias.scale) <= 1e-6 * min(product, bias.scale),
@@ -195,7 +196,8 @@ def meets_fl1_output_scale(inp: OperandView, weights: OperandView, out: OperandV
     """The feature level 1-2 rule of CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED: a
     TENSOR_QUANT8_ASYMM output needs ``output_scale > input_scale * filter_scale`` (binary32).
     AOSP treats a model breaking it as feature level 3, not as invalid; always True for
-    other types."""
+    other types (TENSOR_QUANT8_ASYMM_SIGNED is feature level 4 anyway, the rule never
+    applied to it)."""
     if inp.type != OperandType.TENSOR_QUANT8_ASYMM:
         return True
     return bool(np.float32(out.scale) > np.float32(inp.scale) * np.float32(weights.scale))
@@ -214,7 +216,8 @@ def bias_to_float(bias: OperandView) -> np.ndarray:
 def check_same_quant(inp: OperandView, out: OperandView, what: str) -> None:
     """For a quantized ``out``: its scale (compared as binary32) and zeroPoint must equal
     ``inp``'s, the rule of operations that move quantized values unchanged (NNAPI RESHAPE,
-    SQUEEZE, TRANSPOSE, PAD, ... "the scale and zeroPoint must be the same as input0").
+    SQUEEZE, TRANSPOSE, PAD, ... "the scale and zeroPoint must be the same as input0"; for
+    TENSOR_QUANT8_ASYMM and, since FL4, TENSOR_QUANT8_ASYMM_SIGNED).
     No-op for other types. Raises OperationError naming ``what``."""
     if not is_quant(out):
         return

@@ -1,17 +1,22 @@
-"""Convolutions: CONV_2D and DEPTHWISE_CONV_2D (NHWC, feature levels 1-2).
+"""Convolutions: CONV_2D and DEPTHWISE_CONV_2D (NHWC; FL1 signatures and their FL4
+quant8-signed twins).
 
 Both take an input [batches, height, width, depth_in], a 4-D filter, a 1-D bias, the
 padding (explicit: left, right, top, bottom; implicit: a PaddingCode) and strides (width,
 height), DEPTHWISE_CONV_2D a depth multiplier, and a FuseCode; the output is
 [batches, out_height, out_width, depth_out]. Types: TENSOR_FLOAT32 (float32 bias) or
-TENSOR_QUANT8_ASYMM (TENSOR_INT32 bias of scale input_scale * filter_scale, zeroPoint 0).
+TENSOR_QUANT8_ASYMM (FL1) / TENSOR_QUANT8_ASYMM_SIGNED (FL4) for input, filter and output
+(TENSOR_INT32 bias of scale input_scale * filter_scale, zeroPoint 0). Not declared: the
+NCHW flag, dilation, TENSOR_FLOAT16 and per-channel filters (FL3; per-channel with a
+signed input, FL4).
 
 Semantics: NNAPI ``types.spec`` (CONV_2D = 3, DEPTHWISE_CONV_2D = 4; FL1) and the AOSP CPU
 ``prepare`` of ``Conv2D.cpp`` / ``DepthwiseConv2D.cpp`` for the shape rules. Quantized
 results are computed from dequantized values in float64 and requantized (round half away
-from zero, saturate). A model breaking the FL1-2 rule ``output_scale > input_scale * filter_scale`` is not
-invalid: as in AOSP, it needs feature level 3 (``validate`` records that; see
-:func:`.common.meets_fl1_output_scale`).
+from zero, saturate). A TENSOR_QUANT8_ASYMM model breaking the FL1-2 rule
+``output_scale > input_scale * filter_scale`` is not invalid: as in AOSP, it needs feature
+level 3 (``validate`` records that; see :func:`.common.meets_fl1_output_scale`). The rule
+never applies to TENSOR_QUANT8_ASYMM_SIGNED, which is feature level 4.
 """
 from __future__ import annotations
 
@@ -26,26 +31,29 @@ from .common import (Window2D, apply_activation, bias_to_float, check_fuse_code,
 
 T = OperandType
 F32, Q8, I32 = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
+Q8S = T.TENSOR_QUANT8_ASYMM_SIGNED
 
 
 def _signatures(depthwise: bool):
-    """FL1 signatures: float32 and quant8 (int32 bias), each with explicit padding (10
-    inputs; DEPTHWISE_CONV_2D 11) and implicit padding (7; DEPTHWISE_CONV_2D 8)."""
+    """FL1 signatures: float32 and quant8 (int32 bias), and the FL4 quant8-signed twin
+    (int32 bias), each with explicit padding (10 inputs; DEPTHWISE_CONV_2D 11) and implicit
+    padding (7; DEPTHWISE_CONV_2D 8)."""
     sigs = []
-    for t, bias_t in ((F32, F32), (Q8, I32)):
+    for level, t, bias_t in ((1, F32, F32), (1, Q8, I32), (4, Q8S, I32)):
         for explicit in (True, False):
             inputs = [tensor("input", t, (4,)), tensor("filter", t, (4,)),
                       tensor("bias", bias_t, (1,)), *window_args(explicit)]
             if depthwise:
                 inputs.append(scalar("depth_multiplier", T.INT32))
             inputs.append(scalar("activation", T.INT32))
-            sigs.append(sig(1, inputs, [tensor("output", t, (4,))]))
+            sigs.append(sig(level, inputs, [tensor("output", t, (4,))]))
     return tuple(sigs)
 
 
 def _validate(ctx: OpContext) -> None:
-    """Model-time rule (FL1): a quant8 convolution's int32 bias has scale
-    input_scale * filter_scale and zeroPoint 0. Raises OperationError."""
+    """Model-time rule: a quant8 (FL1) or quant8-signed (FL4) convolution's int32 bias has
+    scale input_scale * filter_scale and zeroPoint 0. Raises OperationError. A quant8 output
+    scale <= input_scale * filter_scale makes the use feature level 3."""
     check_quant_bias(*ctx.inputs[:3])
     if not meets_fl1_output_scale(ctx.inputs[0], ctx.inputs[1], ctx.outputs[0]):
         ctx.require_feature_level(3, "quant8 output scale <= input scale * filter scale")

@@ -1,15 +1,18 @@
-"""FULLY_CONNECTED (feature levels 1-2): ``output = activation(input * weights' + bias)``.
+"""FULLY_CONNECTED (FL1, and the FL4 quant8-signed twin):
+``output = activation(input * weights' + bias)``.
 
 Inputs: input of rank 2-4, flattened to [batch_size, input_size]; weights
 [num_units, input_size]; bias [num_units]; a FuseCode. Output [batch_size, num_units].
-Types: TENSOR_FLOAT32 (float32 bias) or TENSOR_QUANT8_ASYMM (TENSOR_INT32 bias of scale
-input_scale * weights_scale, zeroPoint 0).
+Types: TENSOR_FLOAT32 (float32 bias), TENSOR_QUANT8_ASYMM (FL1) or
+TENSOR_QUANT8_ASYMM_SIGNED (FL4) for input, weights and output (TENSOR_INT32 bias of scale
+input_scale * weights_scale, zeroPoint 0). Not declared: TENSOR_FLOAT16 (FL3).
 
 Semantics: NNAPI ``types.spec`` (FULLY_CONNECTED = 9, FL1) and AOSP
 ``fully_connected::validateShapes``. Quantized results are computed from dequantized values
-in float64 and requantized. A model breaking the FL1-2 rule ``output_scale > input_scale *
-weights_scale`` needs feature level 3, as in AOSP (``validate`` records that; see
-:func:`.common.meets_fl1_output_scale`).
+in float64 and requantized. A TENSOR_QUANT8_ASYMM model breaking the FL1-2 rule
+``output_scale > input_scale * weights_scale`` needs feature level 3, as in AOSP
+(``validate`` records that; see :func:`.common.meets_fl1_output_scale`); the rule never
+applies to TENSOR_QUANT8_ASYMM_SIGNED (FL4).
 """
 from __future__ import annotations
 
@@ -21,17 +24,19 @@ from .common import (apply_activation, bias_to_float, check_fuse_code, check_qua
 
 T = OperandType
 F32, Q8, I32 = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
+Q8S = T.TENSOR_QUANT8_ASYMM_SIGNED
 
 SIGNATURES = tuple(
-    sig(1, [tensor("input", t, (2, 3, 4)), tensor("weights", t, (2,)),
-            tensor("bias", bias_t, (1,)), scalar("activation", T.INT32)],
+    sig(level, [tensor("input", t, (2, 3, 4)), tensor("weights", t, (2,)),
+                tensor("bias", bias_t, (1,)), scalar("activation", T.INT32)],
         [tensor("output", t, (2,))])
-    for t, bias_t in ((F32, F32), (Q8, I32)))
+    for level, t, bias_t in ((1, F32, F32), (1, Q8, I32), (4, Q8S, I32)))
 
 
 def validate(ctx: OpContext) -> None:
-    """Model-time rule (FL1): a quant8 FULLY_CONNECTED's int32 bias has scale
-    input_scale * weights_scale and zeroPoint 0. Raises OperationError."""
+    """Model-time rule: a quant8 (FL1) or quant8-signed (FL4) FULLY_CONNECTED's int32 bias
+    has scale input_scale * weights_scale and zeroPoint 0. Raises OperationError. A quant8
+    output scale <= input_scale * weights_scale makes the use feature level 3."""
     check_quant_bias(*ctx.inputs[:3])
     if not meets_fl1_output_scale(ctx.inputs[0], ctx.inputs[1], ctx.outputs[0]):
         ctx.require_feature_level(3, "quant8 output scale <= input scale * weights scale")

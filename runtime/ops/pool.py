@@ -1,10 +1,12 @@
-"""2-D pooling: AVERAGE_POOL_2D, L2_POOL_2D and MAX_POOL_2D (NHWC, feature levels 1-2).
+"""2-D pooling: AVERAGE_POOL_2D, L2_POOL_2D and MAX_POOL_2D (NHWC; FL1 signatures and
+their FL4 quant8-signed twins).
 
 Inputs: a 4-D input [batches, height, width, depth], the padding (explicit: left, right,
 top, bottom; implicit: a PaddingCode), strides (width, height), filter width and height,
 and a FuseCode; the output is [batches, out_height, out_width, depth]. Types:
-TENSOR_FLOAT32 for all three, TENSOR_QUANT8_ASYMM for AVERAGE_POOL_2D and MAX_POOL_2D (output
-scale and zeroPoint equal to the input's).
+TENSOR_FLOAT32 for all three; TENSOR_QUANT8_ASYMM (FL1) and TENSOR_QUANT8_ASYMM_SIGNED (FL4)
+for AVERAGE_POOL_2D and MAX_POOL_2D (output scale and zeroPoint equal to the input's). Not
+declared: TENSOR_FLOAT16 and the NCHW flag (FL3).
 
 Semantics: NNAPI ``types.spec`` (AVERAGE_POOL_2D = 1, L2_POOL_2D = 12, MAX_POOL_2D = 17; FL1)
 and the AOSP CPU ``prepare`` of ``Pooling.cpp``. Padded cells are not part of a window:
@@ -20,22 +22,23 @@ from .common import (Window2D, apply_activation, check_fuse_code, check_same_qua
                      read_window, sliding_windows, to_float, window_args)
 
 T = OperandType
-F32, Q8 = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM
+F32, Q8, Q8S = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 
 
-def _signatures(types):
-    """FL1 signatures per type: explicit padding (10 inputs) and implicit padding (7)."""
+def _signatures(types_by_level):
+    """Signatures per (feature level, types) entry and type: explicit padding (10 inputs)
+    and implicit padding (7)."""
     return tuple(
-        sig(1, [tensor("input", t, (4,)), *window_args(explicit),
-                scalar("filter_width", T.INT32), scalar("filter_height", T.INT32),
-                scalar("activation", T.INT32)],
+        sig(level, [tensor("input", t, (4,)), *window_args(explicit),
+                    scalar("filter_width", T.INT32), scalar("filter_height", T.INT32),
+                    scalar("activation", T.INT32)],
             [tensor("output", t, (4,))])
-        for t in types for explicit in (True, False))
+        for level, types in types_by_level for t in types for explicit in (True, False))
 
 
 def _validate(ctx: OpContext) -> None:
-    """Model-time rule (FL1): a TENSOR_QUANT8_ASYMM output has the input's scale and
-    zeroPoint. Raises OperationError."""
+    """Model-time rule: a TENSOR_QUANT8_ASYMM (FL1) or TENSOR_QUANT8_ASYMM_SIGNED (FL4)
+    output has the input's scale and zeroPoint. Raises OperationError."""
     check_same_quant(ctx.inputs[0], ctx.outputs[0], ctx.operation.name)
 
 
@@ -94,12 +97,12 @@ def _executor(reduce):
 
 
 for _op, _reduce, _types, _summary in (
-        (OperationType.AVERAGE_POOL_2D, _average, (F32, Q8),
+        (OperationType.AVERAGE_POOL_2D, _average, [(1, (F32, Q8)), (4, (Q8S,))],
          "mean of the in-bounds cells of each 2-D window (NHWC), fused activation"),
-        (OperationType.L2_POOL_2D, _l2, (F32,),
+        (OperationType.L2_POOL_2D, _l2, [(1, (F32,))],
          "sqrt(mean of squares) of the in-bounds cells of each 2-D window (NHWC), fused "
          "activation"),
-        (OperationType.MAX_POOL_2D, _max, (F32, Q8),
+        (OperationType.MAX_POOL_2D, _max, [(1, (F32, Q8)), (4, (Q8S,))],
          "maximum of each 2-D window (NHWC), fused activation")):
     register(OperationDef(_op, _signatures(_types), _prepare, _executor(_reduce),
                           validate=_validate, summary=_summary))
