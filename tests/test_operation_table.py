@@ -27,4 +27,11 @@ def test_sample_driver_capabilities_come_from_the_table():
     caps = SampleDevice().get_capabilities()
     assert T.TENSOR_QUANT8_ASYMM in caps.operand_performance
     assert all(p.exec_time > 0 and p.power_usage > 0 for p in caps.operand_performance.values())
-    assert SampleDevice().get_feature_level() == 2
+    # the table's highest level: TENSOR_QUANT8_ASYMM_SIGNED signatures are feature level 4
+    assert SampleDevice().get_feature_level() == 4
+
+
+def test_signed_quant8_signatures_are_feature_level_4():
+    assert T.TENSOR_QUANT8_ASYMM_SIGNED in ops.operand_types_at(Op.CONV_2D, 4)
+    assert T.TENSOR_QUANT8_ASYMM_SIGNED not in ops.operand_types_at(Op.CONV_2D, 3)
+    assert T.TENSOR_QUANT8_ASYMM_SIGNED not in ops.operand_types_at(Op.SUB, 4)  # no FL1-2 quant8 SUB

@@ -197,5 +197,7 @@ def test_fl1_quant_output_scale_rule_raises_required_feature_level():
     with pytest.raises(HalError) as e:
         validate_model(strict, feature_level=2)
     assert "needs feature level 3" in str(e.value) and "FULLY_CONNECTED" in str(e.value)
-    assert SampleDevice().get_supported_operations(strict) == [False]  # sample is FL2
-    assert SampleDevice().get_supported_operations(fc_quant8_model(2.0)) == [True]
+    fl2_device = SampleDevice(feature_level=2)
+    assert fl2_device.get_supported_operations(strict) == [False]
+    assert fl2_device.get_supported_operations(fc_quant8_model(2.0)) == [True]
+    assert SampleDevice(feature_level=3).get_supported_operations(strict) == [True]

@@ -104,6 +104,11 @@ class Compilation:
         raise NnapiError(ResultCode.BAD_DATA, f"finish: no device supports {', '.join(missing or [])} "
                          f"(devices: {', '.join(d.name for d in self.devices)})")
 
+    def can_fall_back(self) -> bool:
+        """Whether a failed execution may be retried on the CPU reference device (only when
+        the app did not choose the devices)."""
+        return False
+
     @property
     def finished(self) -> bool:
         return self._finished

@@ -166,7 +166,8 @@ def _embedding_execute(ctx: OpContext):
 
 register(OperationDef(
     OperationType.EMBEDDING_LOOKUP,
-    # FL1: TENSOR_FLOAT32 values only; TENSOR_INT32 / TENSOR_QUANT8_ASYMM values are FL3.
+    # FL1: TENSOR_FLOAT32 values only; TENSOR_INT32 / TENSOR_QUANT8_ASYMM values are FL3,
+    # TENSOR_QUANT8_ASYMM_SIGNED values FL4 (no FL1-2 quant8 form, so not declared here).
     (sig(1, [tensor("lookups", I32, (1,)), tensor("values", F32, None)],
          [tensor("output", F32, None)]),),
     _embedding_prepare, _embedding_execute,

@@ -1,9 +1,11 @@
 """Normalization operations of feature levels 1-2: SOFTMAX, L2_NORMALIZATION and
 LOCAL_RESPONSE_NORMALIZATION.
 
-Only the FL1/FL2 signatures are declared: no TENSOR_FLOAT16, no TENSOR_QUANT8_ASYMM for
-L2_NORMALIZATION, no optional ``axis`` input, and the FL1 ranks (SOFTMAX 2 or 4, the other
-two 4). All three normalise along the last dimension.
+Declared: the FL1 signatures, and SOFTMAX's FL4 TENSOR_QUANT8_ASYMM_SIGNED twin of its FL1
+quant8 signature (same inputs and ranks). Not declared: TENSOR_FLOAT16, TENSOR_QUANT8_ASYMM
+for L2_NORMALIZATION, the optional ``axis`` input, other ranks (FL3), and quant8-signed
+L2_NORMALIZATION (FL4, whose quant8 form is FL3). The FL1 ranks apply (SOFTMAX 2 or 4, the
+other two 4). All three normalise along the last dimension.
 
 Semantics: NNAPI ``types.spec`` (``NeuralNetworksTypes.h``, HAL 1.0/1.1 ``types.hal``) for
 each operation; parameter checks also follow what the AOSP runtime enforces
@@ -22,15 +24,20 @@ from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import from_float, to_float
 
 __all__ = ["softmax", "l2_normalization", "local_response_normalization",
-           "SOFTMAX_QUANT8_OUTPUT_SCALE", "SOFTMAX_QUANT8_OUTPUT_ZERO_POINT"]
+           "SOFTMAX_QUANT8_OUTPUT_SCALE", "SOFTMAX_QUANT8_OUTPUT_ZERO_POINT",
+           "SOFTMAX_QUANT8_SIGNED_OUTPUT_ZERO_POINT"]
 
 T = OperandType
-F32, Q8 = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM
+F32, Q8, Q8S = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 
 #: SOFTMAX TENSOR_QUANT8_ASYMM output quantization required by the spec (FL1+): scale
 #: ``1.f / 256`` (exactly representable in binary32) and zeroPoint 0.
 SOFTMAX_QUANT8_OUTPUT_SCALE = np.float32(1.0 / 256)
 SOFTMAX_QUANT8_OUTPUT_ZERO_POINT = 0
+#: SOFTMAX TENSOR_QUANT8_ASYMM_SIGNED output (FL4): scale 1/256 as well, zeroPoint -128.
+SOFTMAX_QUANT8_SIGNED_OUTPUT_ZERO_POINT = -128
+_SOFTMAX_OUTPUT_ZERO_POINT = {Q8: SOFTMAX_QUANT8_OUTPUT_ZERO_POINT,
+                              Q8S: SOFTMAX_QUANT8_SIGNED_OUTPUT_ZERO_POINT}
 
 
 # --- kernels on real values ------------------------------------------------------------
@@ -105,13 +112,14 @@ def local_response_normalization(x: np.ndarray, radius: int, bias: float, alpha:
 # --- SOFTMAX ---------------------------------------------------------------------------
 
 def _softmax_validate(ctx: OpContext) -> None:
-    """Model-time rules of SOFTMAX (FL1): a TENSOR_QUANT8_ASYMM output has scale 1/256 and
-    zeroPoint 0; beta, when constant, is positive."""
+    """Model-time rules of SOFTMAX: a TENSOR_QUANT8_ASYMM output (FL1) has scale 1/256 and
+    zeroPoint 0, a TENSOR_QUANT8_ASYMM_SIGNED output (FL4) scale 1/256 and zeroPoint -128;
+    beta, when constant, is positive."""
     out = ctx.outputs[0]
-    if out.type == Q8:
-        check(np.float32(out.scale) == SOFTMAX_QUANT8_OUTPUT_SCALE
-              and out.zero_point == SOFTMAX_QUANT8_OUTPUT_ZERO_POINT,
-              "SOFTMAX: output 0 (TENSOR_QUANT8_ASYMM) must have scale 1/256 and zeroPoint 0, "
+    if out.type in _SOFTMAX_OUTPUT_ZERO_POINT:
+        zp = _SOFTMAX_OUTPUT_ZERO_POINT[out.type]
+        check(np.float32(out.scale) == SOFTMAX_QUANT8_OUTPUT_SCALE and out.zero_point == zp,
+              f"SOFTMAX: output 0 ({out.type.name}) must have scale 1/256 and zeroPoint {zp}, "
               f"got scale {out.scale} and zeroPoint {out.zero_point}")
     if ctx.has_value(1):
         _check_beta(ctx.scalar(1))
@@ -133,8 +141,9 @@ def _softmax_prepare(ctx: OpContext) -> list[tuple[int, ...]]:
 
 
 def _softmax_execute(ctx: OpContext) -> list[np.ndarray]:
-    """SOFTMAX along the last axis; quant8 output is quantized with scale 1/256, zeroPoint 0
-    (probability 1.0 saturates to 255)."""
+    """SOFTMAX along the last axis; a quant8 output is quantized with scale 1/256 and
+    zeroPoint 0 (probability 1.0 saturates to 255), a quant8-signed one with zeroPoint -128
+    (1.0 saturates to 127)."""
     x = ctx.inputs[0]
     real = softmax(to_float(x), np.float64(np.float32(ctx.scalar(1))), axis=-1)
     return [from_float(ctx.outputs[0], real)]
@@ -147,6 +156,8 @@ register(OperationDef(
             [tensor("output", F32, (2, 4))]),
         sig(1, [tensor("input", Q8, (2, 4)), scalar("beta", T.FLOAT32)],
             [tensor("output", Q8, (2, 4))]),
+        sig(4, [tensor("input", Q8S, (2, 4)), scalar("beta", T.FLOAT32)],
+            [tensor("output", Q8S, (2, 4))]),
     ),
     _softmax_prepare, _softmax_execute, validate=_softmax_validate,
     summary="exp((x - max) * beta) / sum(exp((x - max) * beta)) over the last axis"))

@@ -1,7 +1,7 @@
-"""MEAN, feature levels 1-2 only (it appears at FL2): TENSOR_FLOAT32 and TENSOR_QUANT8_ASYMM.
+"""MEAN (it appears at FL2): TENSOR_FLOAT32 and TENSOR_QUANT8_ASYMM at FL2, and the
+TENSOR_QUANT8_ASYMM_SIGNED twin (same inputs) at FL4.
 
-Not declared here: TENSOR_FLOAT16 (FL3), TENSOR_QUANT8_ASYMM_SIGNED (FL4), and the
-REDUCE_* operations (FL3).
+Not declared here: TENSOR_FLOAT16 (FL3), and the REDUCE_* operations (FL3).
 
 Sources: NNAPI ``NeuralNetworksTypes.h`` MEAN; level rules of AOSP ``validateOperation``
 (LegacyUtils.cpp); shape rules of ``meanPrepare`` (OperationsExecutionUtils.cpp).
@@ -18,7 +18,8 @@ T = OperandType
 
 
 def _validate(ctx: OpContext) -> None:
-    """A TENSOR_QUANT8_ASYMM output has input 0's scale and zeroPoint (NNAPI MEAN)."""
+    """A TENSOR_QUANT8_ASYMM (FL2) or TENSOR_QUANT8_ASYMM_SIGNED (FL4) output has input 0's
+    scale and zeroPoint (NNAPI MEAN)."""
     check_same_quant(ctx.inputs[0], ctx.outputs[0], "MEAN")
 
 
@@ -46,7 +47,7 @@ def _prepare(ctx: OpContext):
 
 
 def _execute(ctx: OpContext):
-    """Mean of the real values (dequantized for TENSOR_QUANT8_ASYMM, summed in float64),
+    """Mean of the real values (dequantized for the quant8 types, summed in float64),
     stored in the output type (quantized: round half away from zero, saturate)."""
     axes, _ = _axes(ctx)
     real = to_float(ctx.inputs[0]).mean(axis=axes)
@@ -55,8 +56,9 @@ def _execute(ctx: OpContext):
 
 register(OperationDef(
     OperationType.MEAN,
-    tuple(sig(2, [tensor("input", t), tensor("axis", T.TENSOR_INT32, (1,)),
-                  scalar("keep_dims", T.INT32)], [tensor("output", t)])
-          for t in (T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM)),
+    tuple(sig(level, [tensor("input", t), tensor("axis", T.TENSOR_INT32, (1,)),
+                      scalar("keep_dims", T.INT32)], [tensor("output", t)])
+          for level, t in ((2, T.TENSOR_FLOAT32), (2, T.TENSOR_QUANT8_ASYMM),
+                           (4, T.TENSOR_QUANT8_ASYMM_SIGNED))),
     _prepare, _execute, validate=_validate,
     summary="mean over the given dimensions, optionally keeping them"))

@@ -2,7 +2,7 @@
 INT32 width and height.
 
 Not declared here: TENSOR_QUANT8_ASYMM, TENSOR_FLOAT16, the NCHW flag and resizing by
-FLOAT32 scale (FL3); align_corners and half_pixel_centers (FL4).
+FLOAT32 scale (FL3); TENSOR_QUANT8_ASYMM_SIGNED, align_corners and half_pixel_centers (FL4).
 
 Sources: NNAPI ``NeuralNetworksTypes.h`` RESIZE_BILINEAR; level rules of AOSP
 ``resize_image::validate``; sampling of the legacy (no align_corners, no half-pixel)

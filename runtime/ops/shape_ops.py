@@ -1,12 +1,14 @@
-"""Shape and data-movement operations, feature levels 1-2 only.
+"""Shape and data-movement operations of feature levels 1-2, with their FL4
+quant8-signed twins.
 
 FL1: CONCATENATION, RESHAPE, DEPTH_TO_SPACE, SPACE_TO_DEPTH.
 FL2: BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND, PAD, SQUEEZE, STRIDED_SLICE, TRANSPOSE.
 
-Every operation takes TENSOR_FLOAT32 or TENSOR_QUANT8_ASYMM (NHWC for the 4-D block
-operations). Quantized values are moved raw, so the output's scale and zeroPoint must
-equal input0's (CONCATENATION: every input's). Later-level signatures are not declared
-here: TENSOR_FLOAT16 and the NCHW flag (FL3), TENSOR_QUANT8_ASYMM_SIGNED (FL4).
+Every operation takes TENSOR_FLOAT32 or TENSOR_QUANT8_ASYMM at its level, and
+TENSOR_QUANT8_ASYMM_SIGNED (same operand layout) at FL4 (NHWC for the 4-D block
+operations). Quantized values are moved raw (int8 stays int8), so the output's scale and
+zeroPoint must equal input0's (except CONCATENATION, see below). Later-level forms are not
+declared here: TENSOR_FLOAT16 and the NCHW flag (FL3).
 
 Two FL1-2 quantization rules only decide the feature level of a model (AOSP
 ``validateOperation`` then reports feature level 3; the model is not invalid), so, like
@@ -15,7 +17,9 @@ CONV_2D's output-scale rule, breaking them makes ``validate`` require feature le
 model keeps them: CONCATENATION inputs with the output's scale and zeroPoint, and a zero
 zeroPoint for PAD and SPACE_TO_BATCH_ND inputs. The kernels follow the FL3
 definition when they are broken: CONCATENATION requantizes, PAD and SPACE_TO_BATCH_ND pad
-with the zeroPoint.
+with the zeroPoint (logical zero). These rules are about TENSOR_QUANT8_ASYMM only: a
+TENSOR_QUANT8_ASYMM_SIGNED use is FL4 anyway, its CONCATENATION inputs may have their own
+scale and zeroPoint (spec) and PAD / SPACE_TO_BATCH_ND pad it with its zeroPoint.
 
 Sources: NNAPI ``NeuralNetworksTypes.h`` (types.spec) per operation; type and level rules
 of AOSP ``validateOperation`` (LegacyUtils.cpp) and ``operations/*.cpp`` ``validate``;
@@ -31,25 +35,36 @@ import numpy as np
 from ..types import OperandType, OperationType
 from .base import (OpContext, OperandView, OperationDef, check, register, scalar,
                    sig, tensor)
-from .common import check_same_quant, from_float, int_vector, to_float
+from .common import check_same_quant, from_float, int_vector, is_quant, to_float
 
 T = OperandType
 F32, Q8, I32 = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
+Q8S = T.TENSOR_QUANT8_ASYMM_SIGNED
 DATA_TYPES = (F32, Q8)
+#: Feature level of the TENSOR_QUANT8_ASYMM_SIGNED twin of every signature here.
+SIGNED_LEVEL = 4
+
+
+def _levels(level: int) -> list[tuple[int, OperandType]]:
+    """(feature level, data type) of an operation introduced at ``level``: TENSOR_FLOAT32
+    and TENSOR_QUANT8_ASYMM at ``level``, TENSOR_QUANT8_ASYMM_SIGNED at FL4."""
+    return [(level, t) for t in DATA_TYPES] + [(SIGNED_LEVEL, Q8S)]
 
 
 # --- shared pieces ---------------------------------------------------------------------
 
 def _sigs(level: int, extra_inputs, in_ranks=(1, 2, 3, 4), out_ranks=None) -> tuple:
-    """One signature per data type (TENSOR_FLOAT32, TENSOR_QUANT8_ASYMM): ``input`` of that
-    type and ``in_ranks``, then ``extra_inputs`` (Args), one ``output`` of the same type."""
-    return tuple(sig(level, [tensor("input", t, in_ranks), *extra_inputs],
-                     [tensor("output", t, out_ranks or in_ranks)]) for t in DATA_TYPES)
+    """One signature per data type (TENSOR_FLOAT32, TENSOR_QUANT8_ASYMM at ``level``;
+    TENSOR_QUANT8_ASYMM_SIGNED at FL4): ``input`` of that type and ``in_ranks``, then
+    ``extra_inputs`` (Args), one ``output`` of the same type."""
+    return tuple(sig(lv, [tensor("input", t, in_ranks), *extra_inputs],
+                     [tensor("output", t, out_ranks or in_ranks)]) for lv, t in _levels(level))
 
 
 def _same_quant(ctx: OpContext) -> None:
-    """validate: a TENSOR_QUANT8_ASYMM output keeps input0's scale and zeroPoint (NNAPI,
-    every operation of this module). Raises OperationError."""
+    """validate: a quantized (TENSOR_QUANT8_ASYMM, TENSOR_QUANT8_ASYMM_SIGNED) output keeps
+    input0's scale and zeroPoint (NNAPI, every operation of this module but CONCATENATION).
+    Raises OperationError."""
     check_same_quant(ctx.inputs[0], ctx.outputs[0], ctx.operation.name)
     _fl2_quant_rules(ctx)
 
@@ -64,8 +79,8 @@ def _fl2_quant_rules(ctx: OpContext) -> None:
 def _same_params(inp: OperandView, out: OperandView) -> bool:
     """Whether ``inp``'s values can be copied raw into ``out``: not quantized, or the same
     scale (binary32) and zeroPoint."""
-    return out.type != Q8 or (np.float32(inp.scale) == np.float32(out.scale)
-                              and inp.zero_point == out.zero_point)
+    return not is_quant(out) or (np.float32(inp.scale) == np.float32(out.scale)
+                                 and inp.zero_point == out.zero_point)
 
 
 def meets_fl2_quant_rules(ctx: OpContext) -> bool:
@@ -73,7 +88,8 @@ def meets_fl2_quant_rules(ctx: OpContext) -> bool:
     ``validateOperation`` requires for feature levels 1-2 (breaking them makes the model
     feature level 3, not invalid): CONCATENATION inputs with the output's scale and
     zeroPoint (FL1), PAD and SPACE_TO_BATCH_ND inputs with zeroPoint 0 (FL2; their pad
-    value is undefined before FL3). True for other operations and types."""
+    value is undefined before FL3). True for other operations and types (including
+    TENSOR_QUANT8_ASYMM_SIGNED, which is FL4)."""
     inp, out = ctx.inputs[0], ctx.outputs[0]
     if inp.type != Q8:
         return True
@@ -118,8 +134,9 @@ def _paddings(ctx: OpContext, index: int, rows: int) -> np.ndarray:
 
 
 def _pad_value(inp: OperandView):
-    """Logical zero in ``inp``'s storage: its zeroPoint if quantized, else 0."""
-    return inp.zero_point if inp.type == Q8 else 0
+    """Logical zero in ``inp``'s storage: its zeroPoint if quantized (TENSOR_QUANT8_ASYMM,
+    TENSOR_QUANT8_ASYMM_SIGNED), else 0."""
+    return inp.zero_point if is_quant(inp) else 0
 
 
 def _reshaping(prepare):
@@ -158,7 +175,8 @@ def _concat_prepare(ctx: OpContext):
 
 def _concat_execute(ctx: OpContext):
     """Raw values joined; a quantized input whose scale/zeroPoint differ from the output's
-    (allowed from FL3) is requantized (round half away from zero, saturate)."""
+    (allowed from FL3 for TENSOR_QUANT8_ASYMM, always for TENSOR_QUANT8_ASYMM_SIGNED) is
+    requantized (round half away from zero, saturate)."""
     n, out = len(ctx.inputs) - 1, ctx.outputs[0]
     parts = [ctx.value(i) if _same_params(ctx.inputs[i], out)
              else from_float(out, to_float(ctx.inputs[i])) for i in range(n)]
@@ -167,8 +185,8 @@ def _concat_execute(ctx: OpContext):
 
 register(OperationDef(
     OperationType.CONCATENATION,
-    tuple(sig(1, [tensor("input0..n-1", t), scalar("axis", T.INT32)], [tensor("output", t)])
-          for t in DATA_TYPES),
+    tuple(sig(lv, [tensor("input0..n-1", t), scalar("axis", T.INT32)], [tensor("output", t)])
+          for lv, t in _levels(1)),
     _concat_prepare, _concat_execute, validate=_fl2_quant_rules,
     summary="concatenate n >= 1 tensors along axis", variadic=True))
 
@@ -309,7 +327,8 @@ def _pad_prepare(ctx: OpContext):
 
 
 def _pad_execute(ctx: OpContext):
-    """Pad with logical zero: 0.0, or the zeroPoint (0 at FL2, see meets_fl2_quant_rules)."""
+    """Pad with logical zero: 0.0, or the zeroPoint (0 at FL2 for TENSOR_QUANT8_ASYMM, see
+    meets_fl2_quant_rules; any zeroPoint for TENSOR_QUANT8_ASYMM_SIGNED, FL4)."""
     p = ctx.value(1).astype(np.int64)
     return [np.pad(ctx.value(0), [tuple(r) for r in p], constant_values=_pad_value(ctx.inputs[0]))]
 
