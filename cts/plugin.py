@@ -21,6 +21,15 @@ def pytest_addoption(parser):
                      "(default: sample)")
     g.addoption("--corpus", action="append", default=[],
                 help="corpus directory (root or any folder below it; repeatable); default: the vendored AOSP corpus")
+    g.addoption("--mode", action="append", default=[],
+                help="execution modes (repeatable, comma-separated): default (CI set), all (full cross "
+                     "product), an axis value (sync async burst fenced / buffer memory device / specified "
+                     "dynamic insufficient / cache / coupling) or a combination like fenced+memory+cache")
+    g.addoption("--wait-limit", type=float, default=30.0, metavar="SECONDS",
+                help="longest wait for an asynchronous or fenced completion before it counts as lost "
+                     "(default 30)")
+    g.addoption("--no-require-timing", action="store_true",
+                help="do not fail drivers that report no timing when measurement is requested")
     g.addoption("--nncts-report", default=None, metavar="DIR",
                 help="write outcomes.jsonl (one JSON record per test, as it finishes) into DIR")
     g.addoption("--nncts-resume", action="store_true",
@@ -57,19 +66,28 @@ def corpus_roots(config) -> list[Path]:
 
 
 def pytest_generate_tests(metafunc):
-    if "nncts_test_model" not in metafunc.fixturenames:
+    if "nncts_case" not in metafunc.fixturenames:
         return
+    from cts.modes import BASE, applies, parse_modes
+    from runtime.testing.hal_convert import to_hal_model
+    from runtime.testing.support import not_implemented_reason
     from runtime.testing.test_model import CorpusError, iter_corpus
     try:
         models = list(iter_corpus(corpus_roots(metafunc.config)))
-    except CorpusError as e:
-        raise pytest.UsageError(f"corpus: {e}") from None
+        modes = parse_modes(metafunc.config.getoption("mode"))
+    except (CorpusError, ValueError) as e:
+        raise pytest.UsageError(f"nncts: {e}") from None
     params = []
     for tm in models:
         marks = [getattr(pytest.mark, t.name) for t in tm.operation_types]
         marks.append(getattr(pytest.mark, f"fl{tm.feature_level}"))
-        params.append(pytest.param(tm, id=tm.test_id, marks=marks))
-    metafunc.parametrize("nncts_test_model", params)
+        # a model the operation table cannot run yet is one (skipped) item, not one per mode
+        runnable = not_implemented_reason(to_hal_model(tm), signatures_too=not tm.expect_failure) is None
+        for mode in modes if runnable else [BASE]:
+            if applies(tm, mode) or not runnable:
+                name = tm.test_id if mode == BASE else f"{tm.test_id}@{mode.name}"
+                params.append(pytest.param((tm, mode), id=name, marks=marks))
+    metafunc.parametrize("nncts_case", params)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -79,8 +97,8 @@ def pytest_collection_modifyitems(config, items):
         return
     keep, drop = [], []
     for item in items:
-        tm = getattr(item, "callspec", None) and item.callspec.params.get("nncts_test_model")
-        (drop if tm is not None and tm.test_id in done else keep).append(item)
+        case = getattr(item, "callspec", None) and item.callspec.params.get("nncts_case")
+        (drop if case is not None and item.callspec.id in done else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
@@ -100,10 +118,12 @@ def nncts_device(pytestconfig):
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     """Tag the item's reports with the model's operations and feature level."""
-    tm = getattr(item, "callspec", None) and item.callspec.params.get("nncts_test_model")
-    if tm is not None:
+    case = getattr(item, "callspec", None) and item.callspec.params.get("nncts_case")
+    if case is not None:
+        tm, mode = case
         item.user_properties.append(("operations", [t.name for t in tm.operation_types]))
         item.user_properties.append(("feature_level", tm.feature_level))
+        item.user_properties.append(("mode", mode.name))
 
 
 def pytest_runtest_logreport(report):
@@ -123,7 +143,8 @@ def pytest_runtest_logreport(report):
     record = {"id": report.nodeid.split("[", 1)[-1].rstrip("]"), "outcome": outcome,
               "duration_s": round(report.duration, 6), "message": message,
               "operations": props["operations"], "feature_level": props.get("feature_level"),
-              "skip_kind": props.get("skip_kind", ""), "time": time.time()}
+              "skip_kind": props.get("skip_kind", ""), "mode": props.get("mode", "sync"),
+              "time": time.time()}
     config = _CONFIG.get("config")
     if config is None:
         return

@@ -6,6 +6,7 @@ import numpy as np
 
 from . import ops
 from .errors import HalError, OperationError
+from .extensions import is_extension_type, type_name
 from .hal.types import Model, OutputShape, Request, Subgraph
 from .hal.validate import constant_value, merged_dimensions, operand_byte_size, operand_view
 from .ops.base import OpContext
@@ -14,17 +15,27 @@ from .types import ErrorStatus, OperandLifeTime, OperationType, operand_dtype
 L = OperandLifeTime
 
 
-def _read(pool, loc, operand_type, dims) -> np.ndarray:
-    dtype = operand_dtype(operand_type)
+def _dtype(operand_type, dtypes=None) -> np.dtype:
+    """The numpy dtype of ``operand_type``: from ``dtypes`` (a driver's mapping of extension
+    operand type codes to dtypes) first, else the base table."""
+    if dtypes and operand_type in dtypes:
+        return np.dtype(dtypes[operand_type])
+    return operand_dtype(operand_type)
+
+
+def _read(pool, loc, operand_type, dims, dtypes=None) -> np.ndarray:
+    dtype = _dtype(operand_type, dtypes)
     count = int(np.prod(dims, dtype=np.int64)) if dims else 1
     arr = np.frombuffer(pool.buffer, dtype=dtype, count=count, offset=loc.offset)
     return arr.reshape(tuple(dims))
 
 
 def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | None, list[int]]],
-                 relaxed: bool = False, table=None) -> list[np.ndarray]:
+                 relaxed: bool = False, table=None, dtypes=None) -> list[np.ndarray]:
     """Run ``sg`` given one (value or None if omitted, dims) per subgraph input, with the
     kernels of ``table`` (OperationType -> OperationDef; default: the operation table).
+    A driver running extension operations puts their kernels in ``table`` under their int
+    codes and gives ``dtypes`` (extension operand type code -> numpy dtype).
 
     Returns one numpy array per subgraph output. Raises HalError(GENERAL_FAILURE) naming the
     operation when a kernel rejects its operands or a computed shape contradicts the model.
@@ -38,8 +49,8 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
         if value is None:
             omitted.add(idx)
     for k, operation in enumerate(sg.operations):
-        op_type = OperationType(operation.type)
-        where = f"operation {k} ({op_type.name})"
+        op_type = operation.type if is_extension_type(operation.type) else OperationType(operation.type)
+        where = f"operation {k} ({type_name(op_type)})"
         views_in = []
         for idx in operation.inputs:
             o = sg.operands[idx]
@@ -48,10 +59,12 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
             elif idx in values:
                 views_in.append(operand_view(o, values[idx], idx in omitted, dims_of[idx]))
             else:
-                views_in.append(operand_view(o, constant_value(model, o)))
+                views_in.append(operand_view(o, constant_value(model, o, _dtype(o.type, dtypes))))
         views_out = [operand_view(sg.operands[idx]) for idx in operation.outputs]
         ctx = OpContext(op_type, views_in, views_out, relaxed)
-        opdef = (table or ops.REGISTRY)[op_type]
+        opdef = (table or ops.REGISTRY).get(op_type)
+        if opdef is None:
+            raise HalError(ErrorStatus.GENERAL_FAILURE, f"{where}: no kernel for this operation")
         try:
             shapes = [tuple(int(d) for d in s) for s in opdef.prepare(ctx)]
             for view, shape in zip(views_out, shapes):
@@ -76,14 +89,15 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
                 raise HalError(ErrorStatus.GENERAL_FAILURE,
                                f"{where}: output {j} (operand {idx}) has shape {list(shape)}, "
                                f"the model declares {list(declared)}")
-            values[idx] = np.ascontiguousarray(result, dtype=operand_dtype(sg.operands[idx].type))
+            values[idx] = np.ascontiguousarray(result, dtype=_dtype(sg.operands[idx].type, dtypes))
             dims_of[idx] = shape
     return [values[idx] for idx in sg.output_indexes]
 
 
-def execute(model: Model, request: Request, table=None) -> list[OutputShape]:
+def execute(model: Model, request: Request, table=None, dtypes=None) -> list[OutputShape]:
     """Run ``model`` (validated) on ``request`` (validated), writing outputs into the
-    request's pools; ``table`` overrides the operation table's kernels (test drivers).
+    request's pools; ``table`` overrides the operation table's kernels (test drivers) and
+    ``dtypes`` gives extension operand types their numpy dtypes (see :func:`run_subgraph`).
 
     Returns one OutputShape per output. Raises HalError: GENERAL_FAILURE when an operation
     fails; OUTPUT_INSUFFICIENT_SIZE (with ``output_shapes``) when an output buffer is too
@@ -98,8 +112,8 @@ def execute(model: Model, request: Request, table=None) -> list[OutputShape]:
             continue
         dims = merged_dimensions(f"request input {j}", operand, arg.dimensions)
         inputs.append((_read(request.pools[arg.location.pool_index], arg.location,
-                             operand.type, dims), dims))
-    results = run_subgraph(model, sg, inputs, model.relax_computation_float32_to_float16, table)
+                             operand.type, dims, dtypes), dims))
+    results = run_subgraph(model, sg, inputs, model.relax_computation_float32_to_float16, table, dtypes)
     shapes, sufficient = [], True
     for arg, idx, result in zip(request.outputs, sg.output_indexes, results):
         data = result.tobytes()

@@ -70,3 +70,60 @@ class DropsFusedActivation(SampleDevice):
             ctx.inputs[-1].value = np.asarray(0, np.int32)
             return kernel(ctx)
         return run
+
+
+class CacheAcceptsCorruption(SampleDevice):
+    """Prepares from a compilation cache without checking its token or digests (and without
+    validating the model it decodes), so a corrupted or foreign cache yields a wrong or broken
+    prepared model. NNAPI requires the driver to detect a corrupted model cache
+    (source.android.com "Compilation caching", Security); the CTS caching mode must catch it."""
+
+    def prepare_model_from_cache(self, deadline_ns, model_cache, data_cache, token):
+        from runtime.drivers import sample_cache
+        from runtime.drivers.sample import SamplePreparedModel
+        from runtime.errors import HalError
+        from runtime.hal.types import Model, Subgraph
+        try:
+            model = sample_cache.load(model_cache, data_cache, token, verify=False)
+        except HalError:
+            model = Model(Subgraph())  # undecodable garbage loaded as an empty model
+        return SamplePreparedModel(model, self)
+
+
+class TimingNotMeasured(SampleDevice):
+    """Never measures timing, even when asked (durations stay UINT64_MAX)."""
+
+    def prepare_model(self, *args, **kwargs):
+        from runtime.hal.interfaces import IPreparedModel
+        from runtime.hal.types import Timing
+        inner = super().prepare_model(*args, **kwargs)
+
+        class Prepared(IPreparedModel):
+            def execute_synchronously(self, request, measure=None, deadline_ns=None, loop_timeout_duration_ns=None):
+                shapes, _ = inner.execute_synchronously(request, measure, deadline_ns, loop_timeout_duration_ns)
+                return shapes, Timing()
+        return Prepared()
+
+
+class LostAsyncCallback(SampleDevice):
+    """Starts asynchronous executions but never notifies their callback."""
+
+    def prepare_model(self, *args, **kwargs):
+        inner = super().prepare_model(*args, **kwargs)
+
+        class Prepared(type(inner)):
+            def execute_asynchronously(self, request, measure, deadline_ns, loop_timeout_duration_ns, callback):
+                return None  # the callback is lost
+        prepared = Prepared.__new__(Prepared)
+        prepared.__dict__.update(inner.__dict__)
+        return prepared
+
+
+class WrongOutputShape(SampleDevice):
+    """Computes correctly but reports every output's first dimension one too large."""
+
+    def run(self, model, request):
+        from runtime.hal.types import OutputShape
+        shapes = super().run(model, request)
+        return [OutputShape([s.dimensions[0] + 1, *s.dimensions[1:]] if s.dimensions else s.dimensions,
+                            s.is_sufficient) for s in shapes]

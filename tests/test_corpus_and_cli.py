@@ -59,7 +59,7 @@ def test_cli_writes_reports(tmp_path, small_corpus):
     root, n = small_corpus
     report = tmp_path / "rep"
     proc = subprocess.run([sys.executable, "-m", "nncts.cli", "cts", "--corpus", str(root),
-                           "--report-dir", str(report), "-k", "relu"],
+                           "--report-dir", str(report), "-k", "relu", "--mode", "sync"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "nncts CTS summary per operation" in proc.stdout and "RELU" in proc.stdout
@@ -84,7 +84,8 @@ def test_cli_unknown_driver_is_a_clear_error(tmp_path, small_corpus):
 def test_cli_resume_runs_only_unrecorded_models(tmp_path, small_corpus):
     root, n = small_corpus
     report = tmp_path / "rep"
-    cmd = [sys.executable, "-m", "nncts.cli", "cts", "--corpus", str(root), "--report-dir", str(report)]
+    cmd = [sys.executable, "-m", "nncts.cli", "cts", "--corpus", str(root), "--report-dir", str(report),
+           "--mode", "sync"]
     first = subprocess.run(cmd + ["-k", "relu"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert first.returncode == 0, first.stdout[-2000:]
     n_relu = len((report / "outcomes.jsonl").read_text().splitlines())

@@ -48,3 +48,23 @@ def test_expect_failure_models_must_fail(tmp_path):
     code, records, out = run_cts(tmp_path, "-k", "concat_invalid_rank or strided_slice_invalid")
     judged = [r for r in records.values() if r["outcome"] != "skipped"]
     assert judged and all(r["outcome"] == "passed" for r in judged), out[-2000:]
+
+
+@pytest.mark.parametrize("driver,modes,failing_mode,fragment", [
+    ("TimingNotMeasured", "sync,burst", "sync", "timing was requested but not reported"),
+    ("LostAsyncCallback", "sync,async", "async", "never notified the execution callback"),
+    ("WrongOutputShape", "sync,dynamic", "dynamic", "dimensions [2, 2, 2, 1], expected [1, 2, 2, 1]"),
+])
+def test_execution_seam_faults_are_caught(tmp_path, driver, modes, failing_mode, fragment):
+    code, records, out = run_cts(tmp_path, "--driver", f"tests.broken_drivers:{driver}", "--mode", modes,
+                                 "--wait-limit", "0.5", "-k", "V1_0 and relu_float_1")
+    assert code == 1, out[-2000:]
+    by_mode = {}
+    for r in records.values():
+        by_mode.setdefault(r["mode"], []).append(r)
+    assert failing_mode in by_mode
+    failed = [r for r in by_mode[failing_mode] if r["outcome"] == "failed"]
+    assert len(failed) == len(by_mode[failing_mode]) == 2  # relu_float_1 and its internal-inputs twin
+    assert all(fragment in r["message"] for r in failed), failed[0]["message"]
+    if driver == "LostAsyncCallback":  # every other path still works
+        assert all(r["outcome"] == "passed" for r in by_mode["sync"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from .. import ops
+from . import sample_cache
 from ..errors import HalError
 from ..executor import execute
 from ..hal.interfaces import IDevice, IPreparedModel
@@ -24,13 +25,19 @@ class SamplePreparedModel(IPreparedModel):
 
     def execute_synchronously(self, request: Request, measure=MeasureTiming.NO, deadline_ns=None,
                               loop_timeout_duration_ns=None) -> tuple[list[OutputShape], Timing]:
-        """Validate ``request`` then run it on the reference executor (see IPreparedModel)."""
-        validate_request(request, self.model)
-        if deadline_ns is not None and time.monotonic_ns() >= deadline_ns:
-            raise HalError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline passed before execution")
-        start = time.monotonic_ns()
-        shapes = self.device.run(self.model, request)
-        elapsed = time.monotonic_ns() - start
+        """Validate ``request`` then run it on the reference executor (see IPreparedModel).
+        MemoryDomainToken pools are first resolved to this device's buffers (see
+        :func:`runtime.drivers.buffers.resolve_request`)."""
+        from .buffers import resolve_request
+        request, buffers = resolve_request(self.device, self, request)
+        with buffers:
+            validate_request(request, self.model)
+            if deadline_ns is not None and time.monotonic_ns() >= deadline_ns:
+                raise HalError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline passed before execution")
+            start = time.monotonic_ns()
+            shapes = self.device.run(self.model, request)
+            elapsed = time.monotonic_ns() - start
+            buffers.written((shapes, None))
         timing = Timing(elapsed, elapsed) if measure == MeasureTiming.YES else Timing()
         return shapes, timing
 
@@ -94,12 +101,38 @@ class SampleDevice(IDevice):
             raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid execution preference {preference}")
         if priority not in PriorityCode._value2member_map_:
             raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid priority {priority}")
+        self._check_preparable(model)
+        if model_cache is not None or data_cache is not None:
+            sample_cache.save(model_cache, data_cache, token, model)  # never fails the prepare
+        return SamplePreparedModel(model, self)
+
+    def _check_preparable(self, model: Model) -> None:
+        """Validate ``model`` and check every operation is supported (HalError otherwise)."""
         validate_model(model)
-        unsupported = [f"operation {k} ({op.type.name})" for k, op in enumerate(model.main.operations)
+        unsupported = [f"operation {k} ({getattr(op.type, 'name', op.type)})"
+                       for k, op in enumerate(model.main.operations)
                        if not self.supports(model, op)]
         if unsupported:
             raise HalError(ErrorStatus.INVALID_ARGUMENT, "unsupported: " + ", ".join(unsupported))
+
+    def get_number_of_cache_files_needed(self) -> tuple[int, int]:
+        """One model and one data cache file (formats in :mod:`runtime.drivers.sample_cache`)."""
+        return sample_cache.NUM_MODEL_CACHE, sample_cache.NUM_DATA_CACHE
+
+    def prepare_model_from_cache(self, deadline_ns, model_cache, data_cache, token) -> SamplePreparedModel:
+        """Rebuild the prepared model from a cache :meth:`prepare_model` wrote for ``token``:
+        checks counts, token and digests (HalError INVALID_ARGUMENT / GENERAL_FAILURE), then
+        validates the model as a prepare would."""
+        model = sample_cache.load(model_cache, data_cache, token)
+        self._check_preparable(model)
         return SamplePreparedModel(model, self)
+
+    def allocate(self, desc, prepared_models, input_roles, output_roles):
+        """A driver buffer for the roles (memory domain, FL4): see
+        :func:`runtime.drivers.buffers.allocate_buffer` (INVALID_ARGUMENT for bad roles,
+        GENERAL_FAILURE for dimensions not fully specified). Returns (buffer, token > 0)."""
+        from .buffers import allocate_buffer
+        return allocate_buffer(self, desc, prepared_models, input_roles, output_roles, SamplePreparedModel)
 
     def run(self, model: Model, request: Request) -> list[OutputShape]:
         """Execute on the reference executor (override to plant faults in test drivers)."""

@@ -3,6 +3,13 @@
 
 Every failure raises :class:`runtime.errors.HalError` with ``INVALID_ARGUMENT`` and a
 message naming the subgraph, operand or operation at fault and the rule broken.
+
+Vendor extensions (FL3, :mod:`runtime.extensions`): a type code above 0xFFFF is an extension
+type whose prefix (high 16 bits) must be listed in ``model.extension_name_to_prefix``. The
+HAL model does not say how big an extension operand is or which operands an extension
+operation takes, so for them only the structural rules apply here (lifetimes, locations
+inside their pools, execution order, consumers); constant sizes of extension operands and
+the operands of extension operations are the driver's to check.
 """
 from __future__ import annotations
 
@@ -12,10 +19,11 @@ import numpy as np
 
 from .. import ops
 from ..errors import HalError, OperationError
+from ..extensions import extension_prefix, is_extension_type, is_tensor_operand_type, type_name
 from ..ops.base import OperandView, OpContext
 from ..types import (ErrorStatus, OperandLifeTime, OperandType, OperationType,
                      is_quantized_type, is_tensor_type, operand_dtype, operand_element_size)
-from .types import Model, Operand, Request, Subgraph
+from .types import Model, Operand, Request, Subgraph, SymmPerChannelQuantParams
 
 L = OperandLifeTime
 T = OperandType
@@ -39,22 +47,62 @@ def _fail(message: str):
 
 def operand_byte_size(operand_type: OperandType, dims) -> int:
     """Bytes needed by an operand of ``operand_type`` and fully specified ``dims``
-    (scalars: element size). Returns 0 when a dimension is unknown."""
+    (scalars: element size). Returns 0 when a dimension is unknown.
+
+    Extension types: from the :class:`ExtensionOperandTypeInformation` an
+    :class:`runtime.extensions.ExtensionTypeCode` carries (scalar: its byte size; tensor:
+    byte size per element, 0 for unknown rank), as AOSP ``TypeManager::getSizeOfData``;
+    0 (unknown) for a bare extension code, whose size only the driver knows."""
     n = 1
     for d in dims:
         n *= int(d)
+    if is_extension_type(operand_type):
+        info = getattr(operand_type, "info", None)
+        if info is None:
+            return 0
+        if not info.is_tensor:
+            return int(info.byte_size)
+        return n * int(info.byte_size) if len(dims) else 0
     return n * operand_element_size(operand_type)
 
 
+def _extension_prefixes(model: Model) -> set[int]:
+    """The prefixes of ``model.extension_name_to_prefix``, after checking the table: names
+    non-empty strings, prefixes in [1, 0xFFFF], neither repeated."""
+    names, prefixes = set(), set()
+    for i, e in enumerate(model.extension_name_to_prefix):
+        if not isinstance(e.name, str) or not e.name:
+            _fail(f"extensionNameToPrefix {i}: name {e.name!r} must be a non-empty string")
+        if not isinstance(e.prefix, (int, np.integer)) or not 1 <= e.prefix <= 0xFFFF:
+            _fail(f"extensionNameToPrefix {i} ({e.name}): prefix {e.prefix} must be in [1, 0xFFFF]")
+        if e.name in names:
+            _fail(f"extensionNameToPrefix {i}: extension {e.name} is listed twice")
+        if int(e.prefix) in prefixes:
+            _fail(f"extensionNameToPrefix {i} ({e.name}): prefix {e.prefix} is used twice")
+        names.add(e.name)
+        prefixes.add(int(e.prefix))
+    return prefixes
+
+
 def _check_operand(where: str, op: Operand, model: Model, n_referenced: int) -> None:
-    try:
-        t = OperandType(op.type)
-    except ValueError:
-        _fail(f"{where}: type {op.type} is not a valid OperandType")
+    ext = is_extension_type(op.type)
+    if ext:
+        t = op.type
+        if extension_prefix(t) not in _extension_prefixes(model):
+            _fail(f"{where}: type {int(t):#x} is an extension type with prefix "
+                  f"{extension_prefix(t)}, which extensionNameToPrefix does not declare")
+    else:
+        try:
+            t = OperandType(op.type)
+        except ValueError:
+            _fail(f"{where}: type {op.type} is not a valid OperandType")
     dims = list(op.dimensions)
     if any((not isinstance(d, (int, np.integer))) or d < 0 or d > 0xFFFFFFFF for d in dims):
         _fail(f"{where}: dimensions {dims} must be uint32 values")
-    if not is_tensor_type(t):
+    if ext:  # scalar or tensor: only the extension knows (the driver checks)
+        if len(dims) > 16:
+            _fail(f"{where}: rank {len(dims)} is absurd (more than 16)")
+    elif not is_tensor_type(t):
         if dims:
             _fail(f"{where}: scalar type {t.name} must have no dimensions, got {dims}")
     elif len(dims) > 16:
@@ -64,12 +112,24 @@ def _check_operand(where: str, op: Operand, model: Model, n_referenced: int) -> 
     scale, zp = op.scale, op.zero_point
     if not math.isfinite(scale) or scale < 0:
         _fail(f"{where}: scale {scale} must be finite and >= 0")
-    if t in _ZERO_POINT_RANGE:
+    ep = op.extra_params
+    if ext:
+        if ep is not None and not isinstance(ep, (bytes, bytearray)):
+            _fail(f"{where}: extension operand extraParams must be extension data (bytes), "
+                  f"got {type(ep).__name__}")
+    elif isinstance(ep, (bytes, bytearray)):
+        _fail(f"{where}: {t.name} is a base operand type and cannot carry extension data")
+    elif ep is not None and not isinstance(ep, SymmPerChannelQuantParams):
+        _fail(f"{where}: extraParams of type {type(ep).__name__} are not valid")
+    elif ep is not None and t != T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+        _fail(f"{where}: {t.name} cannot have per-channel quantization parameters")
+    if ext:
+        pass  # scale and zeroPoint of extension types: the driver's rules (AOSP ValidateHal)
+    elif t in _ZERO_POINT_RANGE:
         lo, hi = _ZERO_POINT_RANGE[t]
         if t == T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
             if scale != 0 or zp != 0:
                 _fail(f"{where}: {t.name} must have scale 0 and zeroPoint 0 (scales are per channel)")
-            ep = op.extra_params
             if ep is None:
                 _fail(f"{where}: {t.name} needs per-channel quantization parameters")
             if not 0 <= ep.channel_dim < max(len(dims), 1):
@@ -109,12 +169,12 @@ def _check_operand(where: str, op: Operand, model: Model, n_referenced: int) -> 
             if loc.offset + loc.length > model.pools[loc.pool_index].size:
                 _fail(f"{where}: CONSTANT_REFERENCE location {loc} is outside pool "
                       f"{loc.pool_index} ({model.pools[loc.pool_index].size} bytes)")
-        if t != T.SUBGRAPH and loc.length != operand_byte_size(t, dims):
+        if not ext and t != T.SUBGRAPH and loc.length != operand_byte_size(t, dims):
             _fail(f"{where}: constant holds {loc.length} bytes, {t.name}{dims} needs "
                   f"{operand_byte_size(t, dims)}")
     elif lt == L.SUBGRAPH:
         if t != T.SUBGRAPH:
-            _fail(f"{where}: SUBGRAPH lifetime needs operand type SUBGRAPH, got {t.name}")
+            _fail(f"{where}: SUBGRAPH lifetime needs operand type SUBGRAPH, got {type_name(t)}")
         if loc.offset >= n_referenced or loc.length != 0:
             _fail(f"{where}: subgraph reference {loc.offset} is out of range ({n_referenced} referenced)")
     elif (loc.pool_index, loc.offset, loc.length) != (0, 0, 0):
@@ -155,9 +215,10 @@ def _signature_error(opdef, inputs, outputs, feature_level) -> str:
     return f"{kind} ({slot.name}) has rank {len(view.dims)}, allowed ranks {list(slot.ranks)}"
 
 
-def constant_value(model: Model, operand: Operand) -> np.ndarray | None:
+def constant_value(model: Model, operand: Operand, dtype=None) -> np.ndarray | None:
     """The numpy value of a CONSTANT_COPY / CONSTANT_REFERENCE operand (a view, not a
-    copy), shaped by its dimensions; None for other lifetimes."""
+    copy), shaped by its dimensions; None for other lifetimes. ``dtype`` overrides the
+    operand type's (an extension type has none here: its driver supplies it)."""
     loc = operand.location
     if operand.lifetime == L.CONSTANT_COPY:
         buf = model.operand_values
@@ -165,18 +226,22 @@ def constant_value(model: Model, operand: Operand) -> np.ndarray | None:
         buf = model.pools[loc.pool_index].buffer
     else:
         return None
-    dtype = operand_dtype(operand.type)
+    dtype = operand_dtype(operand.type) if dtype is None else np.dtype(dtype)
     arr = np.frombuffer(buf, dtype=dtype, count=loc.length // dtype.itemsize, offset=loc.offset)
     return arr.reshape(tuple(operand.dimensions))
 
 
 def operand_view(operand: Operand, value=None, omitted: bool = False, dims=None) -> OperandView:
-    """The :class:`OperandView` of a HAL operand (optionally with refined ``dims``)."""
-    cq = None
-    if operand.extra_params is not None:
+    """The :class:`OperandView` of a HAL operand (optionally with refined ``dims``); an
+    extension operand keeps its type code and passes its extension data along."""
+    cq, data = None, None
+    if isinstance(operand.extra_params, SymmPerChannelQuantParams):
         cq = (np.asarray(operand.extra_params.scales, np.float32), operand.extra_params.channel_dim)
-    return OperandView(T(operand.type), tuple(dims if dims is not None else operand.dimensions),
-                       operand.scale, operand.zero_point, value, omitted, cq)
+    elif isinstance(operand.extra_params, (bytes, bytearray)):
+        data = bytes(operand.extra_params)
+    t = operand.type if is_extension_type(operand.type) else T(operand.type)
+    return OperandView(t, tuple(dims if dims is not None else operand.dimensions),
+                       operand.scale, operand.zero_point, value, omitted, cq, data)
 
 
 def _check_subgraph(name: str, sg: Subgraph, model: Model, feature_level: int) -> None:
@@ -204,11 +269,18 @@ def _check_subgraph(name: str, sg: Subgraph, model: Model, feature_level: int) -
                                  L.NO_VALUE, L.SUBGRAPH)}
     consumers = [0] * n
     for k, operation in enumerate(sg.operations):
-        try:
-            op_type = OperationType(operation.type)
-        except ValueError:
-            _fail(f"{name} operation {k}: type {operation.type} is not a valid OperationType")
-        where = f"{name} operation {k} ({op_type.name})"
+        ext_op = is_extension_type(operation.type)
+        if ext_op:
+            op_type = operation.type
+            if extension_prefix(op_type) not in _extension_prefixes(model):
+                _fail(f"{name} operation {k}: type {int(op_type):#x} is an extension operation with "
+                      f"prefix {extension_prefix(op_type)}, which extensionNameToPrefix does not declare")
+        else:
+            try:
+                op_type = OperationType(operation.type)
+            except ValueError:
+                _fail(f"{name} operation {k}: type {operation.type} is not a valid OperationType")
+        where = f"{name} operation {k} ({type_name(op_type)})"
         for kind, idxs in (("input", operation.inputs), ("output", operation.outputs)):
             for j, idx in enumerate(idxs):
                 if not 0 <= idx < n:
@@ -226,7 +298,8 @@ def _check_subgraph(name: str, sg: Subgraph, model: Model, feature_level: int) -
             if idx in written:
                 _fail(f"{where}: output {j} (operand {idx}) is written more than once")
             written.add(idx)
-        _check_operation(where, op_type, operation, sg, model, feature_level)
+        if not ext_op:  # an extension operation's operands are its driver's to check
+            _check_operation(where, op_type, operation, sg, model, feature_level)
     for i, op in enumerate(sg.operands):
         if op.number_of_consumers != consumers[i]:
             _fail(f"{name} operand {i}: numberOfConsumers is {op.number_of_consumers}, "
@@ -236,6 +309,11 @@ def _check_subgraph(name: str, sg: Subgraph, model: Model, feature_level: int) -
 
 
 def _check_operation(where, op_type, operation, sg, model, feature_level) -> None:
+    for kind, idxs in (("input", operation.inputs), ("output", operation.outputs)):
+        for j, idx in enumerate(idxs):
+            if is_extension_type(sg.operands[idx].type):
+                _fail(f"{where}: {kind} {j} (operand {idx}) has extension type "
+                      f"{type_name(sg.operands[idx].type)}; no base operation takes extension operands")
     opdef = ops.get(op_type)
     if opdef is None:
         _fail(f"{where}: operation is not implemented in the operation table")
@@ -285,6 +363,7 @@ def validate_model(model: Model, feature_level: int = 8) -> None:
     for i, pool in enumerate(model.pools):
         if not hasattr(pool, "buffer"):
             _fail(f"pool {i}: not a memory object")
+    _extension_prefixes(model)
     _check_subgraph("main", model.main, model, feature_level)
     for r, sg in enumerate(model.referenced):
         _check_subgraph(f"referenced subgraph {r}", sg, model, feature_level)
@@ -296,7 +375,7 @@ def merged_dimensions(where: str, operand: Operand, arg_dims) -> list[int]:
     dims = list(operand.dimensions)
     if not arg_dims:
         return dims
-    if not is_tensor_type(operand.type):
+    if is_tensor_operand_type(operand.type) is False:
         _fail(f"{where}: a scalar operand cannot take dimensions {list(arg_dims)}")
     if dims and len(arg_dims) != len(dims):
         _fail(f"{where}: dimensions {list(arg_dims)} have rank {len(arg_dims)}, operand has rank {len(dims)}")
@@ -311,8 +390,12 @@ def validate_request(request: Request, model: Model) -> None:
     """Check ``request`` against ``model``'s main subgraph: argument counts, pool indexes and
     ranges, dimensions, and fully specified input sizes.
 
+    A ``MemoryDomainToken`` pool (driver buffer) needs a positive token and arguments
+    located at offset 0, length 0; its sizes are not checked here.
+
     Raises HalError(INVALID_ARGUMENT) naming the argument at fault.
     """
+    from .types import MemoryDomainToken
     sg = model.main
     for kind, args, indexes in (("input", request.inputs, sg.input_indexes),
                                 ("output", request.outputs, sg.output_indexes)):
@@ -328,6 +411,15 @@ def validate_request(request: Request, model: Model) -> None:
                 continue
             if not 0 <= loc.pool_index < len(request.pools):
                 _fail(f"{where}: pool {loc.pool_index} does not exist ({len(request.pools)} pools)")
+            pool = request.pools[loc.pool_index]
+            if isinstance(pool, MemoryDomainToken):  # a driver buffer: its size is the driver's
+                if not isinstance(pool.token, int) or pool.token <= 0:
+                    _fail(f"{where}: pool {loc.pool_index} has invalid memory domain token {pool.token}")
+                if loc.offset != 0 or loc.length != 0:
+                    _fail(f"{where}: a driver-allocated buffer (token {pool.token}) needs offset 0 "
+                          f"and length 0, got {loc}")
+                merged_dimensions(where, operand, arg.dimensions)
+                continue
             if loc.offset < 0 or loc.length < 0 or \
                     loc.offset + loc.length > request.pools[loc.pool_index].size:
                 _fail(f"{where}: location {loc} is outside pool {loc.pool_index} "

@@ -19,8 +19,9 @@ from ..hal.memory import SharedMemory
 from ..hal.sync import ExecutionCallback
 from ..hal.types import DataLocation, OutputShape, Request, RequestArgument, Timing
 from ..hal.validate import operand_byte_size
+from ..extensions import is_extension_type, is_tensor_operand_type, type_name
 from ..types import (NO_TIMING, RESULT_CODE_OF_ERROR_STATUS, DurationCode, ErrorStatus, MeasureTiming,
-                     OperandType, ResultCode, is_tensor_type, operand_dtype)
+                     ResultCode, operand_dtype)
 from .burst import Burst
 from .compilation import Compilation
 from .device import driver_call
@@ -142,7 +143,7 @@ class Execution:
         if dimensions is None:
             return declared
         dims = [int(d) for d in dimensions]
-        if not is_tensor_type(operand.type) and dims:
+        if is_tensor_operand_type(operand.type) is False and dims:
             raise NnapiError(ResultCode.BAD_DATA, f"{where}: a scalar operand takes no dimensions")
         if declared and len(declared) != len(dims):
             raise NnapiError(ResultCode.BAD_DATA, f"{where}: dimensions {dims} have rank {len(dims)}, "
@@ -154,7 +155,10 @@ class Execution:
         return dims
 
     def _check_length(self, kind: str, index: int, operand, dims, length: int) -> None:
-        known = not is_tensor_type(operand.type) or (dims and 0 not in dims)
+        tensor = is_tensor_operand_type(operand.type)
+        if tensor is None:  # an extension type the runtime cannot size
+            return
+        known = not tensor or (dims and 0 not in dims)
         if kind == "input" and not known:
             raise NnapiError(ResultCode.BAD_DATA, f"set_input({index}): dimensions {dims} are not fully specified")
         if not known:
@@ -162,7 +166,7 @@ class Execution:
         need = operand_byte_size(operand.type, dims)
         ok = length >= need if self._padding else length == need
         if not ok:
-            raise NnapiError(ResultCode.BAD_DATA, f"set_{kind}({index}): {OperandType(operand.type).name}"
+            raise NnapiError(ResultCode.BAD_DATA, f"set_{kind}({index}): {type_name(operand.type)}"
                              f"{dims} needs {need} bytes, got {length}")
 
     def set_input(self, index: int, value, dimensions=None) -> None:
@@ -174,11 +178,12 @@ class Execution:
             self._inputs[index] = _Arg(omitted=True)
             return
         dims = self._dims("input", index, operand, dimensions)
-        if isinstance(value, np.ndarray) and dimensions is None and is_tensor_type(operand.type) \
+        if isinstance(value, np.ndarray) and dimensions is None and is_tensor_operand_type(operand.type) \
                 and (not dims or 0 in dims):
             dims = list(value.shape)
         if isinstance(value, np.ndarray):
-            value = np.ascontiguousarray(value, dtype=operand_dtype(operand.type))
+            dtype = None if is_extension_type(operand.type) else operand_dtype(operand.type)
+            value = np.ascontiguousarray(value, dtype=dtype)
         raw = bytes(value) if not isinstance(value, np.ndarray) else value.tobytes()
         self._check_length("input", index, operand, dims, len(raw))
         self._inputs[index] = _Arg(buffer=raw, dims=dims if dimensions is not None or dims != list(operand.dimensions) else None)
@@ -220,12 +225,13 @@ class Execution:
         pools, tokens, pool_of = [], [], {}
         device = self.compilation.device
 
-        def pool_index(memory) -> int:
-            if id(memory) not in pool_of:
-                pool_of[id(memory)] = len(pools)
-                pools.append(memory.request_pool(device))
-                tokens.append(burst.token_for(memory) if burst else -1)
-            return pool_of[id(memory)]
+        def location(a: _Arg) -> DataLocation:
+            pool, offset, length = a.memory.request_location(device, a.offset, a.length)
+            if id(a.memory) not in pool_of:
+                pool_of[id(a.memory)] = len(pools)
+                pools.append(pool)
+                tokens.append(burst.token_for(a.memory) if burst else -1)
+            return DataLocation(pool_of[id(a.memory)], offset, length)
 
         def runtime_pool(data: bytes | None, size: int) -> int:
             pools.append(SharedMemory(data=data) if data is not None else SharedMemory(size))
@@ -239,15 +245,13 @@ class Execution:
             elif a.memory is not None:
                 if getattr(a.memory, "is_from_desc", False) and not a.memory.initialized:
                     raise NnapiError(ResultCode.BAD_DATA, f"compute: input {j} reads a memory that was never written")
-                inputs.append(RequestArgument(False, DataLocation(pool_index(a.memory), a.offset, a.length),
-                                              a.dims or []))
+                inputs.append(RequestArgument(False, location(a), a.dims or []))
             else:
                 inputs.append(RequestArgument(False, DataLocation(runtime_pool(a.buffer, 0), 0, len(a.buffer)),
                                               a.dims or []))
         for a in self._outputs:
             if a.memory is not None:
-                outputs.append(RequestArgument(False, DataLocation(pool_index(a.memory), a.offset, a.length),
-                                               a.dims or []))
+                outputs.append(RequestArgument(False, location(a), a.dims or []))
             else:
                 size = _nbytes(a.buffer)
                 outputs.append(RequestArgument(False, DataLocation(runtime_pool(None, size), 0, size), a.dims or []))
@@ -273,6 +277,10 @@ class Execution:
         self._state = _State.COMPLETED
         self._computed_once = True
         name = self._device_name()
+        if status != ErrorStatus.NONE:  # a failed execution leaves descriptor outputs unwritten
+            for arg in self._outputs:
+                if arg.memory is not None and getattr(arg.memory, "is_from_desc", False):
+                    arg.memory.mark_initialized(False)
         if status == ErrorStatus.OUTPUT_INSUFFICIENT_SIZE:
             self._output_shapes = list(shapes) if shapes and len(shapes) == len(self._outputs) else None
             raise NnapiError(ResultCode.OUTPUT_INSUFFICIENT_SIZE, f"{name}: execute: {message}")
@@ -396,7 +404,7 @@ class Execution:
             raise NnapiError(ResultCode.BAD_DATA, "start_compute_with_dependencies: negative duration")
         for j, (arg, operand) in enumerate(zip(self._outputs, self._out_operands)):
             dims = (arg.dims if arg and arg.dims else list(operand.dimensions))
-            if is_tensor_type(operand.type) and (not dims or 0 in dims):
+            if is_tensor_operand_type(operand.type) and (not dims or 0 in dims):
                 raise NnapiError(ResultCode.BAD_DATA, f"start_compute_with_dependencies: output {j} "
                                  f"dimensions {dims} are not fully specified")
         fences = []

@@ -4,6 +4,12 @@ Every call validates its arguments and raises :class:`NnapiError` with the NNAPI
 (``BAD_DATA`` for a bad argument, ``BAD_STATE`` after ``finish``) and a message naming the
 operand or operation. ``finish`` orders the operations (a cycle is ``BAD_DATA``) and runs
 the HAL model validation plus every operation's own rules.
+
+Vendor extensions (FL3, ``NeuralNetworksExtensions.h``): :meth:`Model.get_extension_operand_type`
+and :meth:`Model.get_extension_operation_type` turn an extension name and a type within it
+into a type code (``prefix << 16 | type``, see :mod:`runtime.extensions`) that
+:meth:`Model.add_operand` / :meth:`Model.add_operation` accept, and
+:meth:`Model.set_operand_extension_data` attaches an extension operand's parameters.
 """
 from __future__ import annotations
 
@@ -13,9 +19,12 @@ import numpy as np
 
 from .. import ops
 from ..errors import HalError, NnapiError
+from ..extensions import (BASE_MAX, MAX_PREFIX, ExtensionTypeCode, collect_extensions,
+                          extension_prefix, is_extension_type, is_tensor_operand_type,
+                          operand_type_info, type_name, type_within_extension)
 from ..hal.memory import SharedMemory
-from ..hal.types import DataLocation, Model as HalModel, Operand, Operation, Subgraph, \
-    SymmPerChannelQuantParams
+from ..hal.types import DataLocation, Extension, ExtensionNameAndPrefix, Model as HalModel, \
+    Operand, Operation, Subgraph, SymmPerChannelQuantParams
 from ..hal.validate import operand_byte_size, validate_model
 from ..types import (MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES, OperandLifeTime, OperandType,
                      OperationType, ResultCode, is_tensor_type, operand_dtype)
@@ -39,6 +48,20 @@ def _bad(message: str) -> NnapiError:
     return NnapiError(ResultCode.BAD_DATA, message)
 
 
+def _available_devices() -> list:
+    """HAL devices of every driver that loads (bundled and entry points): the devices whose
+    extensions a model may use when no device list is given, as AOSP's ``TypeManager``
+    registers the extensions of every device on the system."""
+    from ..drivers import available_drivers, load_driver
+    devices = []
+    for name in available_drivers():
+        try:
+            devices.append(load_driver(name))
+        except Exception:  # noqa: BLE001 - a driver that does not load offers no extension
+            continue
+    return devices
+
+
 class Model:
     """Build a model operand by operand and operation by operation, then :meth:`finish`."""
 
@@ -52,6 +75,9 @@ class Model:
         self._relaxed = False
         self._finished = False
         self._hal: HalModel | None = None
+        self._extension_prefixes: dict[str, int] = {}  # extension name -> prefix (1, 2, ...)
+        self._extensions: dict[int, Extension] = {}  # prefix -> the devices' description
+        self._default_extensions: tuple[dict, set] | None = None
 
     # -- construction --------------------------------------------------------------------
     def _check_open(self, call: str) -> None:
@@ -63,15 +89,142 @@ class Model:
             raise _bad(f"{call}: operand {index} does not exist ({len(self._operands)} operands)")
         return self._operands[index]
 
+    # -- extensions ----------------------------------------------------------------------
+    def _extension_prefix(self, call: str, extension_name: str, devices) -> int:
+        """The prefix of ``extension_name`` in this model, assigned (next free, from 1) on
+        first use. Raises BAD_DATA unless one of ``devices`` (default: every available
+        driver's) supports the extension, consistently."""
+        if extension_name is None:
+            raise NnapiError(ResultCode.UNEXPECTED_NULL, f"{call}: no extension name")
+        if not isinstance(extension_name, str) or not extension_name:
+            raise _bad(f"{call}: extension name {extension_name!r} must be a non-empty string")
+        if extension_name in self._extension_prefixes:
+            return self._extension_prefixes[extension_name]
+        if devices is None:
+            if self._default_extensions is None:
+                self._default_extensions = collect_extensions(_available_devices())
+            found, inconsistent = self._default_extensions
+        else:
+            found, inconsistent = collect_extensions(devices)
+        if extension_name in inconsistent:
+            raise _bad(f"{call}: devices describe extension {extension_name} inconsistently, so "
+                       f"it is disabled")
+        if extension_name not in found:
+            raise _bad(f"{call}: no available device supports extension {extension_name}")
+        prefix = len(self._extension_prefixes) + 1
+        if prefix > MAX_PREFIX:
+            raise _bad(f"{call}: too many extensions in use (at most {MAX_PREFIX})")
+        self._extension_prefixes[extension_name] = prefix
+        self._extensions[prefix] = found[extension_name]
+        return prefix
+
+    @staticmethod
+    def _check_type_within(call: str, type_within_extension) -> int:
+        if not isinstance(type_within_extension, (int, np.integer)) or \
+                not 0 <= type_within_extension <= BASE_MAX:
+            raise _bad(f"{call}: type within an extension {type_within_extension!r} must be a "
+                       f"uint16 (0..{BASE_MAX})")
+        return int(type_within_extension)
+
+    def get_extension_operand_type(self, extension_name: str, type_within_extension: int,
+                                   devices=None) -> ExtensionTypeCode:
+        """The operand type code (``prefix << 16 | type_within_extension``) of an operand
+        type of extension ``extension_name``, for :meth:`add_operand`
+        (``ANeuralNetworksModel_getExtensionOperandType``).
+
+        The model gives each extension it uses a prefix, from 1 in order of first use.
+        ``devices``: the devices (front-end ``Device`` or HAL ``IDevice``) whose extensions
+        may be used; default every available driver's. Raises BAD_DATA when none of them
+        supports the extension (AOSP hands out the prefix anyway and fails at
+        ``addOperand``; nncts reports it here, where the cause is clear), when devices
+        describe it inconsistently, or for a type outside uint16; UNEXPECTED_NULL for no
+        name. Whether the extension declares that operand type is checked by
+        :meth:`add_operand`."""
+        call = "get_extension_operand_type"
+        type_within = self._check_type_within(call, type_within_extension)
+        prefix = self._extension_prefix(call, extension_name, devices)
+        info = operand_type_info(self._extensions[prefix], type_within)
+        return ExtensionTypeCode((prefix << 16) | type_within, extension_name, info)
+
+    def get_extension_operation_type(self, extension_name: str, type_within_extension: int,
+                                     devices=None) -> ExtensionTypeCode:
+        """The operation type code (``prefix << 16 | type_within_extension``) of an operation
+        of extension ``extension_name``, for :meth:`add_operation`
+        (``ANeuralNetworksModel_getExtensionOperationType``). Same prefixes, ``devices`` and
+        errors as :meth:`get_extension_operand_type`."""
+        call = "get_extension_operation_type"
+        type_within = self._check_type_within(call, type_within_extension)
+        prefix = self._extension_prefix(call, extension_name, devices)
+        return ExtensionTypeCode((prefix << 16) | type_within, extension_name)
+
+    def _extension_code(self, call: str, code, operand: bool) -> ExtensionTypeCode:
+        """``code`` (an extension operand or operation type) as an :class:`ExtensionTypeCode`
+        of an extension this model obtained. Raises BAD_DATA for an unknown prefix or, for
+        an operand type, a type the extension does not declare."""
+        if not isinstance(code, (int, np.integer)) or int(code) > 0xFFFFFFFF:
+            raise _bad(f"{call}: type {code} does not fit in 32 bits")
+        prefix, within = extension_prefix(code), type_within_extension(code)
+        extension = self._extensions.get(prefix)
+        if extension is None:
+            raise _bad(f"{call}: type {int(code):#x} has extension prefix {prefix}, which this "
+                       f"model never obtained (get_extension_operand_type / "
+                       f"get_extension_operation_type)")
+        if not operand:
+            return ExtensionTypeCode(code, extension.name)
+        info = operand_type_info(extension, within)
+        if info is None:
+            raise _bad(f"{call}: extension {extension.name} has no operand type {within}")
+        return ExtensionTypeCode(code, extension.name, info)
+
+    def set_operand_extension_data(self, index: int, data) -> None:
+        """Attach ``data`` (bytes-like, laid out as the operand's extension defines) to
+        extension operand ``index``, or remove it with ``None``
+        (``ANeuralNetworksModel_setOperandExtensionData``). The HAL operand carries it in
+        ``extra_params``. Raises BAD_DATA for a base operand type, a missing operand or empty
+        data (AOSP: a non-null pointer with length 0); BAD_STATE after :meth:`finish`."""
+        call = "set_operand_extension_data"
+        self._check_open(call)
+        operand = self._operand(index, call)
+        if not is_extension_type(operand.type):
+            raise _bad(f"{call}: operand {index} has base type {type_name(operand.type)}; only "
+                       f"extension operands take extension data")
+        if data is None:
+            operand.extra_params = None
+            return
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise _bad(f"{call}: data must be bytes-like, got {type(data).__name__}")
+        raw = bytes(data)
+        if not raw:
+            raise _bad(f"{call}: data is empty (give None to remove extension data)")
+        operand.extra_params = raw
+
+    # -- operands ------------------------------------------------------------------------
     def add_operand(self, operand_type: OperandType | OperandDesc, dimensions=(), scale: float = 0.0,
                     zero_point: int = 0) -> int:
         """Add an operand; returns its index. Raises BAD_DATA for an unknown type, negative
         dimensions or dimensions on a scalar type (quantization ranges are checked at
-        :meth:`finish`)."""
+        :meth:`finish`).
+
+        An extension type (from :meth:`get_extension_operand_type`) must be an operand type
+        its extension declares, scalar or tensor as declared, with scale and zero point 0
+        (its parameters go in :meth:`set_operand_extension_data`)."""
         self._check_open("add_operand")
         if isinstance(operand_type, OperandDesc):
             operand_type, dimensions, scale, zero_point = (operand_type.type, operand_type.dimensions,
                                                            operand_type.scale, operand_type.zero_point)
+        if is_extension_type(operand_type):
+            t = self._extension_code("add_operand", operand_type, operand=True)
+            dims = [int(d) for d in dimensions]
+            if any(d < 0 or d > 0xFFFFFFFF for d in dims):
+                raise _bad(f"add_operand: dimensions {dims} must be uint32")
+            if dims and not t.info.is_tensor:
+                raise _bad(f"add_operand: extension scalar type {t.name} cannot have dimensions {dims}")
+            if scale != 0 or zero_point != 0:
+                raise _bad(f"add_operand: extension type {t.name} must have scale 0 and zeroPoint 0, "
+                           f"got {scale}/{zero_point} (extension parameters go in "
+                           f"set_operand_extension_data)")
+            self._operands.append(Operand(t, dims, 0, 0.0, 0))
+            return len(self._operands) - 1
         try:
             t = OperandType(operand_type)
         except ValueError:
@@ -98,14 +251,19 @@ class Model:
             return
         if isinstance(value, (bytes, bytearray, memoryview)):
             raw = bytes(value)
+        elif is_extension_type(operand.type):  # no dtype known here: take the array's bytes
+            if not isinstance(value, np.ndarray):
+                raise _bad(f"set_operand_value: operand {index} has extension type "
+                           f"{type_name(operand.type)}; give its value as bytes or a numpy array")
+            raw = np.ascontiguousarray(value).tobytes()
         else:
             raw = np.ascontiguousarray(value, dtype=operand_dtype(operand.type)).tobytes()
-        if 0 in operand.dimensions or (is_tensor_type(operand.type) and not operand.dimensions):
+        if 0 in operand.dimensions or (is_tensor_operand_type(operand.type) and not operand.dimensions):
             raise _bad(f"set_operand_value: operand {index} needs fully specified dimensions to "
                        f"take a value, has {operand.dimensions}")
         need = operand_byte_size(operand.type, operand.dimensions)
         if len(raw) != need:
-            raise _bad(f"set_operand_value: operand {index} ({OperandType(operand.type).name}"
+            raise _bad(f"set_operand_value: operand {index} ({type_name(operand.type)}"
                        f"{operand.dimensions}) needs {need} bytes, got {len(raw)}")
         self._values[index] = raw
         self._memory_values.pop(index, None)
@@ -119,6 +277,9 @@ class Model:
         operand = self._operand(index, "set_operand_value_from_memory")
         if not isinstance(memory, Memory):
             raise NnapiError(ResultCode.UNEXPECTED_NULL, "set_operand_value_from_memory: no memory")
+        if getattr(memory, "is_from_desc", False):
+            raise _bad(f"set_operand_value_from_memory: operand {index}: a memory created from a "
+                       f"descriptor cannot hold constant values")
         if offset < 0 or length < 0 or offset + length > memory.size:
             raise _bad(f"set_operand_value_from_memory: operand {index}: range [{offset}, "
                        f"{offset + length}) is outside the memory ({memory.size} bytes)")
@@ -134,20 +295,25 @@ class Model:
         self._check_open("set_operand_symm_per_channel_quant_params")
         operand = self._operand(index, "set_operand_symm_per_channel_quant_params")
         if operand.type != OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL:
-            raise _bad(f"operand {index} is {OperandType(operand.type).name}, not TENSOR_QUANT8_SYMM_PER_CHANNEL")
+            raise _bad(f"operand {index} is {type_name(operand.type)}, not TENSOR_QUANT8_SYMM_PER_CHANNEL")
         operand.extra_params = SymmPerChannelQuantParams(tuple(float(s) for s in scales), int(channel_dim))
 
     def add_operation(self, operation_type: OperationType, inputs, outputs) -> None:
         """Add an operation reading ``inputs`` and writing ``outputs`` (operand indexes).
 
         Raises BAD_DATA for an unknown operation type or an operand index out of range (the
-        operand types are checked against the operation table at :meth:`finish`).
+        operand types are checked against the operation table at :meth:`finish`). An
+        extension operation (from :meth:`get_extension_operation_type`) is checked by the
+        drivers, not the operation table.
         """
         self._check_open("add_operation")
-        try:
-            t = OperationType(operation_type)
-        except ValueError:
-            raise _bad(f"add_operation: {operation_type} is not an OperationType") from None
+        if is_extension_type(operation_type):
+            t = self._extension_code("add_operation", operation_type, operand=False)
+        else:
+            try:
+                t = OperationType(operation_type)
+            except ValueError:
+                raise _bad(f"add_operation: {operation_type} is not an OperationType") from None
         where = f"add_operation {t.name} (operation {len(self._operations)})"
         for kind, idxs in (("input", inputs), ("output", outputs)):
             for j, i in enumerate(idxs):
@@ -231,7 +397,9 @@ class Model:
                 operands[i].number_of_consumers += 1
         main = Subgraph(operands, [Operation(o.type, list(o.inputs), list(o.outputs)) for o in operations],
                         list(self._inputs), list(self._outputs))
-        return HalModel(main, [], bytes(values), pools, self._relaxed)
+        used = {extension_prefix(x.type) for x in [*operands, *operations] if is_extension_type(x.type)}
+        prefixes = [ExtensionNameAndPrefix(self._extensions[p].name, p) for p in sorted(used)]
+        return HalModel(main, [], bytes(values), pools, self._relaxed, prefixes)
 
     def finish(self) -> None:
         """Validate and freeze the model. Raises BAD_DATA with the culprit named (structure,

@@ -19,8 +19,12 @@ __all__ = ["REGISTRY", "Arg", "OperandView", "OpContext", "OperationDef", "Signa
 
 
 def get(op: OperationType) -> OperationDef | None:
-    """The table row of ``op``, or None if not implemented yet."""
-    return REGISTRY.get(OperationType(op))
+    """The table row of ``op``, or None if not implemented yet (or not a base operation
+    type, e.g. an extension operation code)."""
+    try:
+        return REGISTRY.get(OperationType(op))
+    except ValueError:
+        return None
 
 
 def implemented(max_feature_level: int = 99) -> list[OperationType]:

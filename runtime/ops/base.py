@@ -66,7 +66,8 @@ class OperandView:
     ``dims``: tuple of ints (0 = unknown); ``value``: numpy array of shape ``dims`` (0-d for
     scalars) with the operand's dtype, or ``None`` when omitted or not known yet.
     ``channel_quant``: ``(scales: np.ndarray[float32], channel_dim: int)`` for
-    TENSOR_QUANT8_SYMM_PER_CHANNEL, else ``None``.
+    TENSOR_QUANT8_SYMM_PER_CHANNEL, else ``None``. ``extension_data``: the extension data
+    (bytes) of an extension operand, whose ``type`` is then its extension type code (int).
     """
 
     type: OperandType
@@ -76,6 +77,7 @@ class OperandView:
     value: np.ndarray | None = None
     omitted: bool = False
     channel_quant: tuple[np.ndarray, int] | None = None
+    extension_data: bytes | None = None
 
     @property
     def rank(self) -> int:
