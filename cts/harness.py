@@ -265,8 +265,12 @@ def run_test_model(tm: TestModel, device: Device, mode: Mode = BASE, workdir: Pa
         runs = _execute(compilation, run, mode, require_timing, wait_limit_s)
         extra = []
         if mode.cache:
-            for what, c in bad_cache_compilations(model, device, tm, workdir):
-                extra.append((what, _execute(c, run, BASE, require_timing, wait_limit_s)))
+            what = "planting a bad cache"
+            try:
+                for what, c in bad_cache_compilations(model, device, tm, workdir):
+                    extra.append((what, _execute(c, run, BASE, require_timing, wait_limit_s)))
+            except NnapiError as e:
+                raise Failure(f"after {what}: {e}") from None
     except NnapiError as e:
         if tm.expect_failure:
             return Outcome("passed", f"failed as expected: {e}")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jinja2
 
-from .records import per_operation, read_records, totals
+from .records import per_mode, per_operation, read_records, totals
 
 _ENV = jinja2.Environment(loader=jinja2.PackageLoader("reports", "templates"),
                           autoescape=jinja2.select_autoescape(["html", "j2"]))
@@ -23,7 +23,8 @@ def write_reports(records_path: str | Path, out_dir: str | Path, title: str,
     t = totals(records)
     summary = {"title": title, "generated": datetime.datetime.now().isoformat(timespec="seconds"),
                "meta": meta or {}, "totals": dict(t),
-               "per_operation": {op: dict(c) for op, c in per_operation(records).items()}}
+               "per_operation": {op: dict(c) for op, c in per_operation(records).items()},
+               "per_mode": per_mode(records)}
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
     failures = [r for r in records if r["outcome"] == "failed"]
     html = _ENV.get_template("report.html.j2").render(

@@ -44,6 +44,16 @@ def per_operation(records) -> dict[str, collections.Counter]:
     return dict(sorted(table.items()))
 
 
+def per_mode(records) -> dict[str, dict]:
+    """execution mode -> {passed, failed, skipped, seconds} (seconds: summed test durations)."""
+    table: dict[str, dict] = {}
+    for r in records:
+        row = table.setdefault(r.get("mode", "sync"), {"passed": 0, "failed": 0, "skipped": 0, "seconds": 0.0})
+        row[r["outcome"]] = row.get(r["outcome"], 0) + 1
+        row["seconds"] += r.get("duration_s", 0.0)
+    return dict(sorted(table.items(), key=lambda kv: (kv[0] != "sync", kv[0])))
+
+
 def totals(records) -> collections.Counter:
     """Counter of outcomes, plus ``skipped:<kind>`` for each skip kind."""
     c = collections.Counter(r["outcome"] for r in records)
@@ -54,10 +64,19 @@ def totals(records) -> collections.Counter:
 
 
 def format_summary(records) -> list[str]:
-    """Per-operation summary lines (operation, passed, failed, skipped) and totals."""
+    """Per-operation summary lines (operation, passed, failed, skipped), per-mode lines when
+    several execution modes ran, and totals."""
     lines = [f"{'operation':34s} {'passed':>7s} {'failed':>7s} {'skipped':>8s}"]
     for op, c in per_operation(records).items():
         lines.append(f"{op:34s} {c['passed']:7d} {c['failed']:7d} {c['skipped']:8d}")
+    modes = per_mode(records)
+    if len(modes) > 1:
+        lines.append("")
+        lines.append(f"{'mode':34s} {'passed':>7s} {'failed':>7s} {'skipped':>8s} {'seconds':>8s}")
+        for mode, row in modes.items():
+            lines.append(f"{mode:34s} {row['passed']:7d} {row['failed']:7d} {row['skipped']:8d} "
+                         f"{row['seconds']:8.1f}")
+        lines.append("")
     t = totals(records)
     kinds = ", ".join(f"{k.split(':', 1)[1]} {v}" for k, v in sorted(t.items()) if k.startswith("skipped:"))
     lines.append(f"total: {t['passed']} passed, {t['failed']} failed, {t['skipped']} skipped"

@@ -54,6 +54,7 @@ def test_expect_failure_models_must_fail(tmp_path):
     ("TimingNotMeasured", "sync,burst", "sync", "timing was requested but not reported"),
     ("LostAsyncCallback", "sync,async", "async", "never notified the execution callback"),
     ("WrongOutputShape", "sync,dynamic", "dynamic", "dimensions [2, 2, 2, 1], expected [1, 2, 2, 1]"),
+    ("CacheAcceptsCorruption", "sync,cache", "cache", "after a foreign cache"),
 ])
 def test_execution_seam_faults_are_caught(tmp_path, driver, modes, failing_mode, fragment):
     code, records, out = run_cts(tmp_path, "--driver", f"tests.broken_drivers:{driver}", "--mode", modes,
