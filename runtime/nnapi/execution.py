@@ -260,14 +260,26 @@ class Execution:
     def _deadline(self) -> int | None:
         return None if self._timeout_ns is None else time.monotonic_ns() + self._timeout_ns
 
-    def _begin(self, call: str) -> None:
+    def _begin(self, call: str, burst: Burst | None = None) -> tuple[Request, list[int]]:
+        """Build the request (and the burst's driver object), then enter the COMPUTING
+        state; returns (request, burst memory tokens). Raises NnapiError (BAD_STATE,
+        BAD_DATA) leaving the state unchanged."""
         if self._state == _State.COMPUTING:
             raise NnapiError(ResultCode.BAD_STATE, f"{call}: the execution is already running")
         if self._computed_once and not self._reusable:
             raise NnapiError(ResultCode.BAD_STATE, f"{call}: the execution has already run")
+        request = self._request(burst)
+        if burst is not None:
+            burst.hal_burst()
         self._state = _State.COMPUTING
         self._output_shapes = None
         self._timing, self._fenced_timing, self._was_fenced = Timing(), Timing(), False
+        return request
+
+    def _abandon(self) -> None:
+        """The driver refused to start: the execution is over (not reusable until rebound)."""
+        self._state = _State.COMPLETED
+        self._computed_once = True
 
     def _device_name(self) -> str:
         return self.compilation.device.name if self.compilation.device else "partitioned plan"
@@ -342,12 +354,7 @@ class Execution:
     # -- computing -------------------------------------------------------------------------
     def compute(self) -> None:
         """Run synchronously; outputs land in the bound buffers/memories. Raises NnapiError."""
-        self._begin("compute")
-        try:
-            request, _ = self._request()
-        except NnapiError:
-            self._state = _State.PREPARATION
-            raise
+        request, _ = self._begin("compute")
         prepared = self.compilation.prepared
         self._run_sync(lambda: prepared.execute_synchronously(
             request, self._measure_flag(), self._deadline(), self._loop_timeout_ns), request)
@@ -356,25 +363,15 @@ class Execution:
         """Run synchronously in ``burst`` (same compilation, FL3). Raises NnapiError."""
         if not isinstance(burst, Burst) or burst.compilation is not self.compilation:
             raise NnapiError(ResultCode.BAD_DATA, "burst_compute: the burst belongs to another compilation")
-        self._begin("burst_compute")
-        try:
-            request, tokens = self._request(burst)
-            hal_burst = burst.hal_burst()
-        except NnapiError:
-            self._state = _State.PREPARATION
-            raise
+        request, tokens = self._begin("burst_compute", burst)
+        hal_burst = burst.hal_burst()
         self._run_sync(lambda: hal_burst.execute_synchronously(
             request, tokens, self._measure_flag(), self._deadline(), self._loop_timeout_ns), request)
 
     def start_compute(self) -> Event:
         """Start asynchronously; returns an :class:`Event` whose ``wait`` gives the result.
         A driver that never completes makes ``wait`` fail (OP_FAILED) after its limit."""
-        self._begin("start_compute")
-        try:
-            request, _ = self._request()
-        except NnapiError:
-            self._state = _State.PREPARATION
-            raise
+        request, _ = self._begin("start_compute")
         callback = ExecutionCallback()
         prepared = self.compilation.prepared
         try:
@@ -382,14 +379,12 @@ class Execution:
                 prepared.execute_asynchronously(request, self._measure_flag(), self._deadline(),
                                                 self._loop_timeout_ns, callback)
         except NnapiError:
-            self._state = _State.COMPLETED
-            self._computed_once = True
+            self._abandon()
             raise
 
         def wait(limit: float) -> None:
             if not callback.wait(limit):
-                self._state = _State.COMPLETED
-                self._computed_once = True
+                self._abandon()
                 raise NnapiError(ResultCode.OP_FAILED, f"{self._device_name()}: the driver never notified "
                                  f"the execution callback (waited {limit} s)")
             self._finish(request, callback.status, callback.output_shapes, callback.timing, callback.message)
@@ -412,26 +407,19 @@ class Execution:
             if not isinstance(e, Event):
                 raise NnapiError(ResultCode.BAD_DATA, "start_compute_with_dependencies: not an Event")
             fences.append(e.sync_fence)
-        self._begin("start_compute_with_dependencies")
-        try:
-            request, _ = self._request()
-        except NnapiError:
-            self._state = _State.PREPARATION
-            raise
+        request, _ = self._begin("start_compute_with_dependencies")
         prepared = self.compilation.prepared
         try:
             with driver_call(f"{self._device_name()}: execute_fenced"):
                 fence, callback = prepared.execute_fenced(request, fences, self._measure_flag(), self._deadline(),
                                                           self._loop_timeout_ns, duration_ns or None)
-        except NnapiError as e:
-            self._state = _State.COMPLETED
-            self._computed_once = True
-            raise e
+        except NnapiError:
+            self._abandon()
+            raise
 
         def wait(limit: float) -> None:
             if not fence.wait(limit):
-                self._state = _State.COMPLETED
-                self._computed_once = True
+                self._abandon()
                 raise NnapiError(ResultCode.OP_FAILED, f"{self._device_name()}: the execution's sync fence "
                                  f"was not signaled within {limit} s")
             launched, fenced, status = callback.get_execution_info()
