@@ -84,18 +84,24 @@ def _extension_prefixes(model: Model) -> set[int]:
     return prefixes
 
 
+def _resolve_type(where: str, code, enum_cls, model: Model):
+    """``code`` as a member of ``enum_cls`` (OperandType or OperationType), or the extension
+    code itself when its prefix is declared in extensionNameToPrefix; INVALID_ARGUMENT
+    otherwise."""
+    if is_extension_type(code):
+        if extension_prefix(code) not in _extension_prefixes(model):
+            _fail(f"{where}: type {int(code):#x} is an extension type with prefix "
+                  f"{extension_prefix(code)}, which extensionNameToPrefix does not declare")
+        return code
+    try:
+        return enum_cls(code)
+    except ValueError:
+        _fail(f"{where}: type {code} is not a valid {enum_cls.__name__}")
+
+
 def _check_operand(where: str, op: Operand, model: Model, n_referenced: int) -> None:
     ext = is_extension_type(op.type)
-    if ext:
-        t = op.type
-        if extension_prefix(t) not in _extension_prefixes(model):
-            _fail(f"{where}: type {int(t):#x} is an extension type with prefix "
-                  f"{extension_prefix(t)}, which extensionNameToPrefix does not declare")
-    else:
-        try:
-            t = OperandType(op.type)
-        except ValueError:
-            _fail(f"{where}: type {op.type} is not a valid OperandType")
+    t = _resolve_type(where, op.type, OperandType, model)
     dims = list(op.dimensions)
     if any((not isinstance(d, (int, np.integer))) or d < 0 or d > 0xFFFFFFFF for d in dims):
         _fail(f"{where}: dimensions {dims} must be uint32 values")
@@ -270,16 +276,7 @@ def _check_subgraph(name: str, sg: Subgraph, model: Model, feature_level: int) -
     consumers = [0] * n
     for k, operation in enumerate(sg.operations):
         ext_op = is_extension_type(operation.type)
-        if ext_op:
-            op_type = operation.type
-            if extension_prefix(op_type) not in _extension_prefixes(model):
-                _fail(f"{name} operation {k}: type {int(op_type):#x} is an extension operation with "
-                      f"prefix {extension_prefix(op_type)}, which extensionNameToPrefix does not declare")
-        else:
-            try:
-                op_type = OperationType(operation.type)
-            except ValueError:
-                _fail(f"{name} operation {k}: type {operation.type} is not a valid OperationType")
+        op_type = _resolve_type(f"{name} operation {k}", operation.type, OperationType, model)
         where = f"{name} operation {k} ({type_name(op_type)})"
         for kind, idxs in (("input", operation.inputs), ("output", operation.outputs)):
             for j, idx in enumerate(idxs):
