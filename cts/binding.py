@@ -23,13 +23,13 @@ def _input_bytes(tm: TestModel) -> list[bytes | None]:
 
 
 def output_sizes(tm: TestModel, insufficient: bool) -> list[int]:
-    """Bytes per output buffer; with ``insufficient`` the first output that has data is one
-    byte short (AOSP ``makeOutputInsufficientSize``)."""
+    """Bytes per output buffer; with ``insufficient`` the first output of more than one byte
+    is one byte short (AOSP ``makeOutputInsufficientSize``; a memory argument cannot be 0
+    bytes long)."""
     sizes = [expected_output_size(tm, j) for j in range(len(tm.main.output_indexes))]
     if insufficient:
-        for j, idx in enumerate(tm.main.output_indexes):
-            data = tm.main.operands[idx].data
-            if data is not None and data.size > 0:
+        for j in range(len(sizes)):
+            if sizes[j] > 1:
                 sizes[j] -= 1
                 break
     return sizes

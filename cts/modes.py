@@ -107,8 +107,8 @@ def parse_modes(values: list[str]) -> list[Mode]:
 def applies(tm: TestModel, mode: Mode) -> bool:
     """Whether ``mode`` is run for ``tm`` at all (AOSP derives variants only where they make
     sense): validation models (expect_failure) only in the base mode; dynamic and
-    insufficient outputs not for RANK/IF/WHILE models nor models without an output to
-    shrink; coupling only for single-operation TENSOR_QUANT8_ASYMM models."""
+    insufficient outputs not for RANK/IF/WHILE models, insufficient only with an output of
+    more than one byte to shrink; coupling only for single-operation TENSOR_QUANT8_ASYMM models."""
     if tm.expect_failure:
         return mode == BASE
     ops = set(tm.operation_types)
@@ -116,7 +116,7 @@ def applies(tm: TestModel, mode: Mode) -> bool:
         if ops & DYNAMIC_EXCLUDED:
             return False
         if mode.outputs == "insufficient" and not any(
-                tm.main.operands[i].data is not None and tm.main.operands[i].data.size > 0
+                tm.main.operands[i].data is not None and tm.main.operands[i].data.nbytes > 1
                 for i in tm.main.output_indexes):
             return False
     if mode.coupling:
