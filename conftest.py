@@ -1,2 +1,2 @@
-"""Root conftest: load the CTS plugin (options --driver, --corpus, --nncts-report)."""
-pytest_plugins = ["cts.plugin"]
+"""Root conftest: load the suites' pytest plugins (options --driver, --corpus, --mode, ...)."""
+pytest_plugins = ["nncts.pytest_plugin", "cts.plugin"]

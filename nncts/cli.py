@@ -25,7 +25,7 @@ def _cts(args, extra) -> int:
     if records.exists() and not args.resume:
         records.unlink()
     test_file = Path(cts.__file__).resolve().parent / "test_generated.py"
-    pytest_args = [str(test_file), "-p", "cts.plugin", "-p", "no:cacheprovider",
+    pytest_args = [str(test_file), "-p", "nncts.pytest_plugin", "-p", "cts.plugin", "-p", "no:cacheprovider",
                    "--driver", args.driver, "--nncts-report", str(report_dir),
                    "--junitxml", str(report_dir / "junit.xml"), "-o", "junit_suite_name=nncts-cts",
                    "-o", "console_output_style=count", "--timeout", str(args.timeout)]

@@ -62,7 +62,7 @@ def test_cli_writes_reports(tmp_path, small_corpus):
                            "--report-dir", str(report), "-k", "relu", "--mode", "sync"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert "nncts CTS summary per operation" in proc.stdout and "RELU" in proc.stdout
+    assert "nncts summary per operation" in proc.stdout and "RELU" in proc.stdout
     suite = ET.parse(report / "junit.xml").getroot().find("testsuite")
     relu_models = [m for m in iter_corpus([root]) if "relu" in m.test_id]
     assert int(suite.get("tests")) == len(relu_models) and int(suite.get("failures")) == 0

@@ -1,0 +1,149 @@
+"""pytest plugin shared by every nncts suite: ``--driver``, ``--corpus``, ``--wait-limit``,
+``--nncts-report``/``--nncts-resume``; the ``nncts_device`` fixture and the corpus loader;
+outcome records (JSON lines, written as each test finishes) and the per-operation / per-mode
+summary.
+
+A suite's items take part in the records by putting ``("operations", [names])`` (and
+optionally ``("mode", name)``, ``("feature_level", n)``, ``("skip_kind", kind)``) into
+``item.user_properties``; their record id is the item's parameter id.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from reports.records import RecordWriter, format_summary, read_records
+from runtime.types import OperationType
+
+DEFAULT_CORPUS = Path(__file__).resolve().parents[1] / "cts" / "corpus"
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("nncts", "nncts driver certification")
+    g.addoption("--driver", default="sample",
+                help="driver under test: bundled name, entry point in group nncts.drivers, or module:factory "
+                     "(default: sample)")
+    g.addoption("--corpus", action="append", default=[],
+                help="corpus directory (root or any folder below it; repeatable); default: the vendored AOSP corpus")
+    g.addoption("--wait-limit", type=float, default=30.0, metavar="SECONDS",
+                help="longest wait for an asynchronous or fenced completion before it counts as lost "
+                     "(default 30)")
+    g.addoption("--nncts-report", default=None, metavar="DIR",
+                help="write outcomes.jsonl (one JSON record per test, as it finishes) into DIR")
+    g.addoption("--nncts-resume", action="store_true",
+                help="with --nncts-report: skip the tests DIR/outcomes.jsonl already records "
+                     "(continue a run that was killed), appending the rest")
+
+
+def pytest_configure(config):
+    for op in OperationType:
+        config.addinivalue_line("markers", f"{op.name}: test model uses operation {op.name}")
+    for level in range(1, 9):
+        config.addinivalue_line("markers", f"fl{level}: test model needs feature level {level}")
+    config._nncts_records = []
+    report_dir = config.getoption("nncts_report", None)
+    config._nncts_done = set()
+    if report_dir and config.getoption("nncts_resume") and (Path(report_dir) / "outcomes.jsonl").exists():
+        config._nncts_records = read_records(Path(report_dir) / "outcomes.jsonl")
+        config._nncts_done = {r["id"] for r in config._nncts_records}
+    is_worker = hasattr(config, "workerinput")
+    config._nncts_writer = RecordWriter(Path(report_dir) / "outcomes.jsonl") if report_dir and not is_worker else None
+    _CONFIG["config"] = config
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "_nncts_writer", None):
+        config._nncts_writer.close()
+
+
+def corpus_roots(config) -> list[Path]:
+    """The ``--corpus`` directories (default: the vendored corpus); UsageError if missing."""
+    roots = [Path(p) for p in config.getoption("corpus")] or [DEFAULT_CORPUS]
+    missing = [str(r) for r in roots if not r.exists()]
+    if missing:
+        raise pytest.UsageError(f"--corpus: no such directory: {', '.join(missing)}")
+    return roots
+
+
+def corpus_models(config) -> list:
+    """Every test model under the ``--corpus`` roots; UsageError naming a malformed file."""
+    from runtime.testing.test_model import CorpusError, iter_corpus
+    try:
+        return list(iter_corpus(corpus_roots(config)))
+    except CorpusError as e:
+        raise pytest.UsageError(f"corpus: {e}") from None
+
+
+def model_marks(tm) -> list:
+    """Markers of a test model: one per operation name, and ``flN``."""
+    marks = [getattr(pytest.mark, t.name) for t in tm.operation_types]
+    marks.append(getattr(pytest.mark, f"fl{tm.feature_level}"))
+    return marks
+
+
+def pytest_collection_modifyitems(config, items):
+    """With --nncts-resume, deselect the items already recorded."""
+    done = getattr(config, "_nncts_done", set())
+    if not done:
+        return
+    keep, drop = [], []
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        (drop if spec is not None and spec.id in done else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.fixture(scope="session")
+def nncts_device(pytestconfig):
+    """The front-end Device of the driver under test (``--driver``)."""
+    from runtime.drivers import DriverNotFound
+    from runtime.nnapi import get_devices
+    try:
+        return get_devices([pytestconfig.getoption("driver")])[0]
+    except (DriverNotFound, TypeError) as e:
+        pytest.exit(f"--driver: {e}", returncode=4)
+
+
+def pytest_runtest_logreport(report):
+    props = dict(report.user_properties)
+    if "operations" not in props:
+        return
+    done = report.when == "call" or (report.when == "setup" and not report.passed)
+    if not done:
+        return
+    outcome = "passed" if report.passed else "skipped" if report.skipped else "failed"
+    message = ""
+    if report.skipped and isinstance(report.longrepr, tuple):
+        message = report.longrepr[2].removeprefix("Skipped: ")
+    elif report.failed:
+        message = getattr(report.longrepr, "reprcrash", None) and report.longrepr.reprcrash.message \
+            or str(report.longrepr)[-2000:]
+    record = {"id": report.nodeid.split("[", 1)[-1].rstrip("]"), "outcome": outcome,
+              "duration_s": round(report.duration, 6), "message": message,
+              "operations": props["operations"], "feature_level": props.get("feature_level"),
+              "skip_kind": props.get("skip_kind", ""), "mode": props.get("mode", "sync"),
+              "suite": props.get("suite", "cts"), "time": time.time()}
+    config = _CONFIG.get("config")
+    if config is None:
+        return
+    config._nncts_records.append(record)
+    if config._nncts_writer:
+        config._nncts_writer.write(record)
+
+
+_CONFIG: dict = {}
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    records = getattr(config, "_nncts_records", [])
+    if not records:
+        return
+    terminalreporter.section("nncts summary per operation")
+    for line in format_summary(records):
+        terminalreporter.write_line(line)
+    if config._nncts_writer:
+        terminalreporter.write_line(f"outcome records: {config._nncts_writer.path}")
