@@ -22,13 +22,13 @@ from runtime.errors import HalError, NnapiError
 from runtime.hal import serialize
 from runtime.hal.memory import SharedMemory
 from runtime.hal.serialize import model_from_bytes, model_to_bytes
-from runtime.hal.types import ExtensionNameAndPrefix, Model as HalModel, Operand, Operation, Subgraph
+from runtime.hal.types import ExtensionNameAndPrefix, Model as HalModel, Operand, Operation
 from runtime.nnapi import Compilation, Device, Execution, get_devices
 from runtime.nnapi.cache import cache_key, cache_paths, driver_token
 from runtime.testing.criteria import compare, tolerance_for
 from runtime.testing.hal_convert import read_outputs, to_hal_model, to_hal_request
 from runtime.testing.test_model import load_spec
-from runtime.types import (ErrorStatus, OperandLifeTime, OperandType, OperationType, PreferenceCode,
+from runtime.types import (ErrorStatus, OperandLifeTime, OperandType, PreferenceCode,
                            PriorityCode, ResultCode, operand_dtype)
 from tests.broken_drivers import CacheAcceptsCorruption
 

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import ops
 from ..errors import HalError, NnapiError
 from ..extensions import (BASE_MAX, MAX_PREFIX, ExtensionTypeCode, collect_extensions,
                           extension_prefix, is_extension_type, is_tensor_operand_type,

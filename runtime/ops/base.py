@@ -8,7 +8,7 @@ sample drivers, random graphs and reports all read :data:`REGISTRY`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 import numpy as np

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import ops
 from ..hal.types import Model
-from ..hal.validate import _signature_error, constant_value, operand_view
+from ..hal.validate import _signature_error, operand_view
 from ..types import OperandLifeTime, OperationType
 
 
