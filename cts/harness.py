@@ -15,7 +15,7 @@ from runtime.errors import NnapiError
 from runtime.nnapi import (Compilation, Device, Execution, Memory, Model,
                            get_supported_operations_for_devices)
 from runtime.nnapi.burst import Burst
-from runtime.testing.criteria import compare, tolerance_for
+from runtime.testing.criteria import judge
 from runtime.testing.hal_convert import to_hal_model
 from runtime.testing.support import not_implemented_reason
 from runtime.testing.test_model import TestModel
@@ -223,24 +223,6 @@ def _execute(compilation: Compilation, tm: TestModel, mode: Mode, require_timing
     return runs
 
 
-def _judge(tm: TestModel, outputs: list[bytes], dims: list[list[int]]) -> list[str]:
-    relaxed = tm.is_relaxed or any(o.type == OperandType.TENSOR_FLOAT16 for o in tm.main.operands)
-    problems = []
-    for j, idx in enumerate(tm.main.output_indexes):
-        o = tm.main.operands[idx]
-        if o.data is not None and list(o.data.shape) != dims[j]:
-            problems.append(f"output {j}: dimensions {dims[j]}, expected {list(o.data.shape)}")
-            continue
-        if o.is_ignored or o.data is None:
-            continue
-        dtype = operand_dtype(o.type)
-        actual = np.frombuffer(outputs[j][:o.data.size * dtype.itemsize], dtype)
-        msg = compare(o.data, actual, tolerance_for(o.type, relaxed, tm.name))
-        if msg:
-            problems.append(f"output {j} ({o.type.name}): {msg}")
-    return problems
-
-
 def run_test_model(tm: TestModel, device: Device, mode: Mode = BASE, workdir: Path | None = None,
                    require_timing: bool = True, wait_limit_s: float = WAIT_LIMIT_S) -> Outcome:
     """Build, compile for ``device`` only, execute in ``mode`` and compare ``tm``; never
@@ -289,9 +271,9 @@ def run_test_model(tm: TestModel, device: Device, mode: Mode = BASE, workdir: Pa
         return Outcome("failed", "; ".join(wrong)) if wrong else Outcome("passed")
     problems = []
     for k, (outputs, dims) in enumerate(runs):
-        problems += [f"run {k + 1}: {p}" if len(runs) > 1 else p for p in _judge(run, outputs, dims)]
+        problems += [f"run {k + 1}: {p}" if len(runs) > 1 else p for p in judge(run, outputs, dims)]
     for what, extra_runs in extra:
-        problems += [f"after {what}: {p}" for p in _judge(run, *extra_runs[0])]
+        problems += [f"after {what}: {p}" for p in judge(run, *extra_runs[0])]
     if problems:
         return Outcome("failed", "; ".join(problems), details=problems)
     return Outcome("passed")

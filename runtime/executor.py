@@ -8,11 +8,16 @@ from . import ops
 from .errors import HalError, OperationError
 from .extensions import is_extension_type, type_name
 from .hal.types import Model, OutputShape, Request, Subgraph
-from .hal.validate import constant_value, merged_dimensions, operand_byte_size, operand_view
+from .hal.validate import (MAX_OPERAND_BYTES, constant_value, merged_dimensions, operand_byte_size,
+                           operand_view)
 from .ops.base import OpContext
 from .types import ErrorStatus, OperandLifeTime, OperationType, operand_dtype
 
 L = OperandLifeTime
+#: Resource bound of the reference executor: no operation output above this many elements
+#: (the kernels compute in float64, 8 bytes per element). A larger, valid model fails with
+#: GENERAL_FAILURE naming the operation, before anything is allocated.
+MAX_REFERENCE_ELEMENTS = 1 << 24
 
 
 def _dtype(operand_type, dtypes=None) -> np.dtype:
@@ -30,6 +35,40 @@ def _read(pool, loc, operand_type, dims, dtypes=None) -> np.ndarray:
     return arr.reshape(tuple(dims))
 
 
+def _check_omitted(where: str, opdef, operation, views_in, views_out) -> None:
+    """An input bound with no value at execution time must be one the operation's
+    signature marks optional (HalError GENERAL_FAILURE naming the input otherwise)."""
+    omitted = [j for j, v in enumerate(views_in) if v.omitted]
+    if not omitted:
+        return
+    sig = opdef.match(views_in, views_out)
+    for j in omitted:
+        if sig is None or not sig.inputs[j].optional:
+            raise HalError(ErrorStatus.GENERAL_FAILURE,
+                           f"{where}: input {j} (operand {operation.inputs[j]}) has no value, but it "
+                           f"is not an optional input")
+
+
+def _check_output_size(where: str, j: int, idx: int, operand_type, shape, dtypes) -> None:
+    """The shape ``prepare`` inferred for output ``j`` must be a valid tensor size: no
+    negative dimension, at most MAX_OPERAND_BYTES (checked before anything is allocated)."""
+    if any(d < 0 for d in shape):
+        raise HalError(ErrorStatus.GENERAL_FAILURE,
+                       f"{where}: output {j} (operand {idx}) would have a negative dimension {list(shape)}")
+    n = 1
+    for d in shape:
+        n *= d
+    size = n * _dtype(operand_type, dtypes).itemsize
+    if size > MAX_OPERAND_BYTES:
+        raise HalError(ErrorStatus.GENERAL_FAILURE,
+                       f"{where}: output {j} (operand {idx}) would have shape {list(shape)}, {size} bytes; "
+                       f"a tensor may hold at most 2^31 - 1 bytes")
+    if n > MAX_REFERENCE_ELEMENTS:
+        raise HalError(ErrorStatus.GENERAL_FAILURE,
+                       f"{where}: output {j} (operand {idx}) would have shape {list(shape)}, {n} elements; "
+                       f"the reference executor computes at most 2^24 elements per tensor")
+
+
 def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | None, list[int]]],
                  relaxed: bool = False, table=None, dtypes=None) -> list[np.ndarray]:
     """Run ``sg`` given one (value or None if omitted, dims) per subgraph input, with the
@@ -38,7 +77,10 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
     codes and gives ``dtypes`` (extension operand type code -> numpy dtype).
 
     Returns one numpy array per subgraph output. Raises HalError(GENERAL_FAILURE) naming the
-    operation when a kernel rejects its operands or a computed shape contradicts the model.
+    operation when a kernel rejects its operands, a computed shape contradicts the model,
+    an input bound with no value is not optional, or an inferred output shape is past the
+    size bounds (2^31 - 1 bytes, :data:`MAX_REFERENCE_ELEMENTS`; checked before the kernel
+    allocates anything).
     """
     values: dict[int, np.ndarray | None] = {}
     dims_of: dict[int, tuple[int, ...]] = {}
@@ -65,8 +107,11 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
         opdef = (table or ops.REGISTRY).get(op_type)
         if opdef is None:
             raise HalError(ErrorStatus.GENERAL_FAILURE, f"{where}: no kernel for this operation")
+        _check_omitted(where, opdef, operation, views_in, views_out)
         try:
             shapes = [tuple(int(d) for d in s) for s in opdef.prepare(ctx)]
+            for j, (idx, shape) in enumerate(zip(operation.outputs, shapes)):
+                _check_output_size(where, j, idx, sg.operands[idx].type, shape, dtypes)
             for view, shape in zip(views_out, shapes):
                 view.dims = shape
             with np.errstate(all="ignore"):

@@ -127,3 +127,58 @@ class WrongOutputShape(SampleDevice):
         shapes = super().run(model, request)
         return [OutputShape([s.dimensions[0] + 1, *s.dimensions[1:]] if s.dimensions else s.dimensions,
                             s.is_sufficient) for s in shapes]
+
+
+class LaxConsumersDriver(SampleDevice):
+    """Recomputes every operand's numberOfConsumers from the operations (counting the inputs
+    that refer to an existing operand) before validating, so it accepts a model whose counts
+    are wrong. The HAL (1.0-1.3 ``Operand.numberOfConsumers``) makes such a model invalid:
+    the VTS ``number_of_consumers`` mutants must catch it, and nothing else may change (every
+    other kind of mutant is still rejected)."""
+
+    @staticmethod
+    def _recounted(model):
+        from vts.mutations import clone_model, count_consumers
+        model = clone_model(model)
+        for sg in [model.main, *model.referenced]:
+            for operand, n in zip(sg.operands, count_consumers(sg)):
+                operand.number_of_consumers = n
+        return model
+
+    def get_supported_operations(self, model):
+        return super().get_supported_operations(self._recounted(model))
+
+    def prepare_model(self, model, *args, **kwargs):
+        return super().prepare_model(self._recounted(model), *args, **kwargs)
+
+
+class LaxScaleDriver(SampleDevice):
+    """Validates a copy of the model whose quantized operands (asymmetric and symmetric
+    8/16-bit, not per-channel) have their scale replaced by 1.0 when it is not finite and
+    positive, and their zeroPoint clamped into the type's range: it accepts models NNAPI
+    makes invalid (scale <= 0 or NaN, zeroPoint out of range). The fuzzer's differential
+    check against the reference validator must catch it (tests/test_fuzz.py)."""
+
+    @staticmethod
+    def _repaired(model):
+        import copy
+        import math
+        from runtime.types import OperandType as T
+        ranges = {T.TENSOR_QUANT8_ASYMM: (0, 255), T.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
+                  T.TENSOR_QUANT8_SYMM: (0, 0), T.TENSOR_QUANT16_ASYMM: (0, 65535),
+                  T.TENSOR_QUANT16_SYMM: (0, 0)}
+        model = copy.deepcopy(model)
+        for sg in [model.main, *model.referenced]:
+            for operand in sg.operands:
+                if operand.type in ranges:
+                    if not (math.isfinite(operand.scale) and operand.scale > 0):
+                        operand.scale = 1.0
+                    lo, hi = ranges[operand.type]
+                    operand.zero_point = min(max(operand.zero_point, lo), hi)
+        return model
+
+    def get_supported_operations(self, model):
+        return super().get_supported_operations(self._repaired(model))
+
+    def _check_preparable(self, model):
+        super()._check_preparable(self._repaired(model))

@@ -153,8 +153,9 @@ class SampleBuffer(IBuffer):
 
     def copy_from(self, src, dimensions) -> None:
         """Fill the buffer from shared memory ``src`` holding an operand of ``dimensions``
-        (compatible with the buffer's; [] = the buffer's). Raises HalError(INVALID_ARGUMENT)
-        for incompatible dimensions or a size other than the operand's byte size; the
+        (compatible with the buffer's and fully specified; [] = the buffer's). Raises
+        HalError(INVALID_ARGUMENT) for incompatible or not fully specified dimensions (AOSP
+        ``ManagedBuffer::validateCopyFrom``) or a size other than the operand's byte size; the
         buffer is initialized on success and uninitialized on failure (HAL
         ``IBuffer::copyFrom``)."""
         with self._lock:
@@ -164,6 +165,8 @@ class SampleBuffer(IBuffer):
                 dims = [int(d) for d in (dimensions or [])]
                 if dims and not is_tensor_type(self.meta.type):
                     raise _invalid(f"copy_from: a scalar buffer takes no dimensions, got {dims}")
+                if dims and 0 in dims:
+                    raise _invalid(f"copy_from: dimensions {dims} are not fully specified")
                 combined = combine_dimensions(self.dimensions, dims)
                 if combined is None or combined != self.dimensions:
                     raise _invalid(f"copy_from: dimensions {dims} are incompatible with the "

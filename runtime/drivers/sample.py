@@ -10,8 +10,9 @@ from ..errors import HalError
 from ..executor import execute
 from ..hal.interfaces import IDevice, IPreparedModel
 from ..hal.types import Capabilities, Model, OutputShape, PerformanceInfo, Request, Timing
-from ..hal.validate import (constant_value, operand_view, operation_feature_level, validate_model,
-                            validate_request)
+from ..extensions import is_tensor_operand_type
+from ..hal.validate import (constant_value, merged_dimensions, operand_view, operation_feature_level,
+                            validate_model, validate_request)
 from ..types import (DeviceTypeCode, ErrorStatus, MeasureTiming, OperandLifeTime, OperandType,
                      PreferenceCode, PriorityCode)
 
@@ -40,6 +41,24 @@ class SamplePreparedModel(IPreparedModel):
             buffers.written((shapes, None))
         timing = Timing(elapsed, elapsed) if measure == MeasureTiming.YES else Timing()
         return shapes, timing
+
+    def execute_fenced(self, request: Request, wait_for, measure, deadline_ns, loop_timeout_duration_ns,
+                       duration_ns):
+        """As :meth:`IPreparedModel.execute_fenced`, after checking that every output's
+        dimensions (the model's refined by the request's) are fully specified: a fenced
+        execution cannot report output shapes (INVALID_ARGUMENT otherwise, as AOSP's sample
+        driver and VTS ``GeneratedTestHarness`` require)."""
+        sg = self.model.main
+        for j, (arg, idx) in enumerate(zip(request.outputs, sg.output_indexes)):
+            operand = sg.operands[idx]
+            if arg.has_no_value or not is_tensor_operand_type(operand.type):
+                continue
+            dims = merged_dimensions(f"request output {j}", operand, arg.dimensions)
+            if not dims or 0 in dims:
+                raise HalError(ErrorStatus.INVALID_ARGUMENT,
+                               f"execute_fenced: output {j} dimensions {dims} are not fully specified")
+        return super().execute_fenced(request, wait_for, measure, deadline_ns, loop_timeout_duration_ns,
+                                      duration_ns)
 
 
 class SampleDevice(IDevice):

@@ -51,10 +51,13 @@ class IBurst:
                               loop_timeout_duration_ns: int | None = None):
         """Run ``request`` like ``IPreparedModel.execute_synchronously``; remembers the pools
         by token. Raises HalError(INVALID_ARGUMENT) when the token list does not match the
-        pools."""
+        pools or holds a token below -1 (AIDL ``IBurst``: non-negative, or -1 for none)."""
         if len(memory_identifier_tokens) != len(request.pools):
             raise HalError(ErrorStatus.INVALID_ARGUMENT,
                            f"{len(memory_identifier_tokens)} memory tokens for {len(request.pools)} pools")
+        if any(token < -1 for token in memory_identifier_tokens):
+            raise HalError(ErrorStatus.INVALID_ARGUMENT,
+                           f"memory identifier tokens {list(memory_identifier_tokens)}: each must be >= -1")
         for token, pool in zip(memory_identifier_tokens, request.pools):
             if token >= 0:
                 self.cache[token] = pool
@@ -62,7 +65,10 @@ class IBurst:
                                                          loop_timeout_duration_ns)
 
     def release_memory_resource(self, token: int) -> None:
-        """Forget the pool cached for ``token``."""
+        """Forget the pool cached for ``token`` (an unknown token is harmless; a token
+        below -1 is INVALID_ARGUMENT)."""
+        if token < -1:
+            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"memory identifier token {token} must be >= -1")
         self.cache.pop(token, None)
 
 

@@ -149,10 +149,10 @@ def _check_operand(where: str, op: Operand, model: Model, n_referenced: int) -> 
                 _fail(f"{where}: {t.name} scale {scale} must be > 0")
             if not lo <= zp <= hi:
                 _fail(f"{where}: {t.name} zeroPoint {zp} must be in [{lo}, {hi}]")
-    elif t != T.TENSOR_INT32 and t != T.SUBGRAPH and (scale != 0 or zp != 0):
-        _fail(f"{where}: {t.name} must have scale 0 and zeroPoint 0, got {scale}/{zp}")
-    elif t == T.TENSOR_INT32 and zp != 0 and scale == 0:
-        _fail(f"{where}: TENSOR_INT32 zeroPoint {zp} needs a scale")
+    elif t != T.TENSOR_INT32 and (scale != 0 or zp != 0):  # SUBGRAPH too (AOSP validateOperandScale)
+        _fail(f"{where}: {type_name(t)} must have scale 0 and zeroPoint 0, got {scale}/{zp}")
+    elif t == T.TENSOR_INT32 and zp != 0:  # any scale >= 0, zeroPoint 0 (AOSP validateOperandZeroPoint)
+        _fail(f"{where}: TENSOR_INT32 zeroPoint {zp} must be 0")
 
     loc = op.location
     try:

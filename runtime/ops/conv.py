@@ -34,6 +34,35 @@ F32, Q8, I32 = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
 Q8S = T.TENSOR_QUANT8_ASYMM_SIGNED
 
 
+#: Work bound of the reference kernels (multiply-adds per operation): a hostile but valid
+#: model (huge filter and padding) fails with GENERAL_FAILURE instead of running for hours.
+MAX_MACS = 1 << 28
+#: Largest window copy (elements) one step of the kernel makes; bigger convolutions are
+#: computed in chunks of output positions.
+MAX_PATCH_ELEMENTS = 1 << 22
+
+
+def _in_chunks(compute, patches: np.ndarray, depth_out: int) -> np.ndarray:
+    """``compute(patches)`` [n, oh, ow, depth_out], in chunks of rows (then of single
+    positions) whenever the window copy would exceed :data:`MAX_PATCH_ELEMENTS`."""
+    n, oh, ow = patches.shape[:3]
+    cell = int(np.prod(patches.shape[3:]))
+    if n * oh * ow * cell <= MAX_PATCH_ELEMENTS:
+        return compute(patches)
+    out = np.empty((n, oh, ow, depth_out))
+    rows = MAX_PATCH_ELEMENTS // max(n * ow * cell, 1)
+    if rows >= 1:
+        for i in range(0, oh, rows):
+            out[:, i:i + rows] = compute(patches[:, i:i + rows])
+        return out
+    cols = max(MAX_PATCH_ELEMENTS // cell, 1)
+    for b in range(n):
+        for i in range(oh):
+            for j in range(0, ow, cols):
+                out[b:b + 1, i:i + 1, j:j + cols] = compute(patches[b:b + 1, i:i + 1, j:j + cols])
+    return out
+
+
 def _signatures(depthwise: bool):
     """FL1 signatures: float32 and quant8 (int32 bias), and the FL4 quant8-signed twin
     (int32 bias), each with explicit padding (10 inputs; DEPTHWISE_CONV_2D 11) and implicit
@@ -103,18 +132,26 @@ def _kernel(depthwise: bool):
 
     def execute(ctx: OpContext):
         """Sum over the window (and, for CONV_2D, depth_in) of input * filter, plus bias,
-        then the fused activation; float64 from real values, stored in the output type."""
+        then the fused activation; float64 from real values, stored in the output type.
+        Raises OperationError past the reference's work bound (:data:`MAX_MACS`)."""
         win, multiplier, activation, depth_out = _params(ctx, depthwise)
         inp, flt, bias = ctx.inputs[:3]
+        (fh, fw), (oh, ow) = win.filter_hw, win.out_hw
+        macs = inp.dims[0] * oh * ow * depth_out * fh * fw * (1 if depthwise else inp.dims[3])
+        check(macs <= MAX_MACS, f"needs {macs} multiply-adds; the reference kernel computes at most "
+                                f"{MAX_MACS} per operation")
         patches = sliding_windows(to_float(inp), win)  # [n, oh, ow, fh, fw, depth_in]
         f = to_float(flt)
         if depthwise:  # output channel c * multiplier + m reads input channel c
-            fh, fw = win.filter_hw
             f = f.reshape(fh, fw, inp.dims[3], multiplier)
-            real = np.einsum("nijhwc,hwcm->nijcm", patches, f)
-            real = real.reshape(*real.shape[:3], depth_out)
-        else:
-            real = np.tensordot(patches, f, axes=([3, 4, 5], [1, 2, 3]))
+
+        def compute(p: np.ndarray) -> np.ndarray:
+            if depthwise:
+                r = np.einsum("nijhwc,hwcm->nijcm", p, f)
+                return r.reshape(*r.shape[:3], depth_out)
+            return np.tensordot(p, f, axes=([3, 4, 5], [1, 2, 3]))
+
+        real = _in_chunks(compute, patches, depth_out)
         real = apply_activation(real + bias_to_float(bias), activation)
         return [from_float(ctx.outputs[0], real)]
 

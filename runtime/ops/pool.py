@@ -86,23 +86,67 @@ def _prepare(ctx: OpContext):
     return [(batches, *win.out_hw, depth)]
 
 
-def _executor(reduce):
+#: Above this many window cells (batches * out_h * out_w * depth * filter_h * filter_w) or
+#: padded input cells, a pooling reduces the in-bounds part of each window instead of
+#: materializing padded windows, so hostile filter sizes and paddings (scalars, up to
+#: 2^31 - 1) cost memory and time in proportion to the input and output only.
+MAX_WINDOW_CELLS = 1 << 26
+
+
+def _needs_clipping(x: np.ndarray, win: Window2D) -> bool:
+    n, h, w, c = x.shape
+    (fh, fw), (oh, ow) = win.filter_hw, win.out_hw
+    padded = n * (h + win.pad_top + win.pad_bottom) * (w + win.pad_left + win.pad_right) * c
+    return n * oh * ow * c * fh * fw > MAX_WINDOW_CELLS or padded > MAX_WINDOW_CELLS
+
+
+def _clipped_ranges(n_out: int, stride: int, pad: int, size: int, filt: int):
+    """Distinct in-bounds [start, end) ranges of the windows along one axis, and for each
+    output index the number of its range (windows always overlap the input, since each
+    padding is smaller than the filter)."""
+    starts = np.arange(n_out, dtype=np.int64) * stride - pad
+    bounds = np.stack([np.clip(starts, 0, size), np.clip(starts + filt, 0, size)], axis=1)
+    ranges, which = np.unique(bounds, axis=0, return_inverse=True)
+    return ranges, which.reshape(-1)
+
+
+def _pool_clipped(kind: str, x: np.ndarray, win: Window2D) -> np.ndarray:
+    """The pooling ``kind`` (average, l2, max) of NHWC ``x`` over the in-bounds cells of each
+    window, reducing columns then rows (both separable) once per distinct clipped range."""
+    (fh, fw), (sh, sw), (oh, ow) = win.filter_hw, win.stride_hw, win.out_hw
+    _, h, w, _ = x.shape
+    rows, row_of = _clipped_ranges(oh, sh, win.pad_top, h, fh)
+    cols, col_of = _clipped_ranges(ow, sw, win.pad_left, w, fw)
+    v = x * x if kind == "l2" else x
+    red = np.max if kind == "max" else np.sum
+    by_col = np.stack([red(v[:, :, a:b], axis=2) for a, b in cols], axis=2)  # [n, h, C, c]
+    cells = np.stack([red(by_col[:, a:b], axis=1) for a, b in rows], axis=1)  # [n, R, C, c]
+    if kind != "max":
+        count = (rows[:, 1] - rows[:, 0])[:, None] * (cols[:, 1] - cols[:, 0])[None, :]
+        cells = cells / count[None, :, :, None]
+        if kind == "l2":
+            cells = np.sqrt(cells)
+    return cells[:, row_of][:, :, col_of]
+
+
+def _executor(reduce, kind: str):
     def execute(ctx: OpContext):
         """Reduce every window of the real (dequantized, float64) input, apply the fused
         activation, store in the output type."""
         win, activation = _params(ctx)
-        real = reduce(ctx, win, to_float(ctx.inputs[0]))
+        x = to_float(ctx.inputs[0])
+        real = _pool_clipped(kind, x, win) if _needs_clipping(x, win) else reduce(ctx, win, x)
         return [from_float(ctx.outputs[0], apply_activation(real, activation))]
     return execute
 
 
-for _op, _reduce, _types, _summary in (
-        (OperationType.AVERAGE_POOL_2D, _average, [(1, (F32, Q8)), (4, (Q8S,))],
+for _op, _reduce, _kind, _types, _summary in (
+        (OperationType.AVERAGE_POOL_2D, _average, "average", [(1, (F32, Q8)), (4, (Q8S,))],
          "mean of the in-bounds cells of each 2-D window (NHWC), fused activation"),
-        (OperationType.L2_POOL_2D, _l2, [(1, (F32,))],
+        (OperationType.L2_POOL_2D, _l2, "l2", [(1, (F32,))],
          "sqrt(mean of squares) of the in-bounds cells of each 2-D window (NHWC), fused "
          "activation"),
-        (OperationType.MAX_POOL_2D, _max, [(1, (F32, Q8)), (4, (Q8S,))],
+        (OperationType.MAX_POOL_2D, _max, "max", [(1, (F32, Q8)), (4, (Q8S,))],
          "maximum of each 2-D window (NHWC), fused activation")):
-    register(OperationDef(_op, _signatures(_types), _prepare, _executor(_reduce),
+    register(OperationDef(_op, _signatures(_types), _prepare, _executor(_reduce, _kind),
                           validate=_validate, summary=_summary))

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..types import OperandType
+from ..types import OperandType, operand_dtype
 
 T = OperandType
 FP32_ATOL = 1e-5
@@ -81,3 +81,32 @@ def compare(expected: np.ndarray, actual: np.ndarray, tol: Tolerance, max_report
     details = ", ".join(f"[{','.join(map(str, np.unravel_index(i, shape)))}] expected "
                         f"{e[i].item()!r} got {a[i].item()!r}" for i in idx)
     return f"{n_bad} of {e.size} elements off (atol={tol.atol}, rtol={tol.rtol}): {details}"
+
+
+def is_relaxed(tm) -> bool:
+    """Whether test model ``tm`` is judged with relaxed float32 tolerances: its
+    ``is_relaxed`` flag is set or any main-subgraph operand is TENSOR_FLOAT16."""
+    return bool(tm.is_relaxed) or any(o.type == T.TENSOR_FLOAT16 for o in tm.main.operands)
+
+
+def judge(tm, outputs, dims) -> list[str]:
+    """Problems with the results of one execution of test model ``tm`` (empty when it
+    passes): ``outputs[j]`` holds output j's bytes (at least its expected size),
+    ``dims[j]`` its reported dimensions. An output with an expected value must have the
+    expected dimensions and meet :func:`tolerance_for` (relaxed per :func:`is_relaxed`);
+    ignored outputs are only checked for their dimensions. Shared by the CTS and the VTS."""
+    relaxed = is_relaxed(tm)
+    problems = []
+    for j, idx in enumerate(tm.main.output_indexes):
+        o = tm.main.operands[idx]
+        if o.data is not None and list(o.data.shape) != list(dims[j]):
+            problems.append(f"output {j}: dimensions {list(dims[j])}, expected {list(o.data.shape)}")
+            continue
+        if o.is_ignored or o.data is None:
+            continue
+        dtype = operand_dtype(o.type)
+        actual = np.frombuffer(bytes(outputs[j][:o.data.size * dtype.itemsize]), dtype)
+        msg = compare(o.data, actual, tolerance_for(o.type, relaxed, tm.name))
+        if msg:
+            problems.append(f"output {j} ({T(o.type).name}): {msg}")
+    return problems

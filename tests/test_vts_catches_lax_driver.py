@@ -1,0 +1,114 @@
+"""The VTS validation tests catch a driver that accepts invalid models: the sample driver
+with numberOfConsumers recomputed before validation (tests/broken_drivers.py
+``LaxConsumersDriver``) must fail exactly the ``number_of_consumers`` items, while every
+other mutation kind (model and request) still passes on it."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from reports.records import read_records
+from tests.cts_run import ROOT
+from vts.mutations import KINDS
+
+#: A few small models: with and without internal operands (execution_order and
+#: removed_write need an operand written by one operation and read by another).
+MODELS = ("V1_0/add/add or V1_0/fully_connected_float/fully_connected_float_all_inputs_as_internal "
+          "or V1_1/mean_quant8_1/mean_quant8_1_all_inputs_as_internal")
+
+
+def run_vts(tmp_path, *args: str) -> tuple[int, list[dict], str]:
+    """``pytest`` on the VTS validation tests in a subprocess with outcome records in
+    ``tmp_path``; returns (exit code, records, output)."""
+    report = tmp_path / "report"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "vts/test_model_validation.py",
+                           "vts/test_request_validation.py", "-q", "-p", "no:cacheprovider",
+                           "--nncts-report", str(report), *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    path = report / "outcomes.jsonl"
+    return proc.returncode, read_records(path) if path.exists() else [], proc.stdout + proc.stderr
+
+
+def test_vts_catches_lax_consumers_driver(tmp_path):
+    code, records, out = run_vts(tmp_path, "--driver", "tests.broken_drivers:LaxConsumersDriver",
+                                 "-k", MODELS)
+    assert code == 1, out[-3000:]
+    vts = [r for r in records if r["suite"] == "vts" and r["mode"] in KINDS]
+    by_kind: dict[str, list[dict]] = {}
+    for r in vts:
+        by_kind.setdefault(r["mode"], []).append(r)
+    assert set(by_kind) == set(KINDS), f"kinds not exercised: {sorted(set(KINDS) - set(by_kind))}"
+    consumers = by_kind.pop("number_of_consumers")
+    assert len(consumers) >= 3
+    for r in consumers:
+        assert r["outcome"] == "failed", r
+        assert "numberOfConsumers" in r["message"] and "accepted" in r["message"], r["message"]
+    wrong = [(r["id"], r["outcome"], r["message"][:300]) for rs in by_kind.values() for r in rs
+             if r["outcome"] != "passed"]
+    assert not wrong, wrong
+
+
+def test_vts_passes_sample_driver_on_same_models(tmp_path):
+    """Control: the unmodified sample driver passes every item of the same selection."""
+    code, records, out = run_vts(tmp_path, "-k", MODELS)
+    assert code == 0, out[-3000:]
+    vts = [r for r in records if r["suite"] == "vts" and r["mode"] in KINDS]
+    assert {r["mode"] for r in vts} == set(KINDS)
+    assert all(r["outcome"] == "passed" for r in vts)
+
+
+# --- how the VTS judges a driver's answer to a mutant (in process) -----------------------
+
+def _fc_model_and_request():
+    from nncts.pytest_plugin import DEFAULT_CORPUS
+    from runtime.testing.hal_convert import to_hal_model, to_hal_request
+    from runtime.testing.test_model import load_spec
+    tm = load_spec(DEFAULT_CORPUS / "V1_0" / "fully_connected_float.json.gz")[0]
+    return to_hal_model(tm), to_hal_request(tm)
+
+
+def test_model_mutant_judgement_names_crashes_and_wrong_statuses():
+    from runtime.drivers.sample import SampleDevice
+    from runtime.errors import HalError
+    from runtime.types import ErrorStatus
+    from vts.mutations import MODEL_KINDS
+    from vts.test_model_validation import check_model_mutant
+
+    class Crashes(SampleDevice):
+        def get_supported_operations(self, model):
+            raise ValueError("boom")
+
+        def prepare_model(self, model, *args, **kwargs):
+            raise HalError(ErrorStatus.GENERAL_FAILURE, "cannot")
+
+    model, _ = _fc_model_and_request()
+    mutant = next(MODEL_KINDS["operand_type"](model))
+    problems = check_model_mutant(Crashes(), mutant, True)
+    assert len(problems) == 2
+    assert mutant.description in problems[0] and "driver crashed: ValueError: boom" in problems[0]
+    assert "expected INVALID_ARGUMENT, got GENERAL_FAILURE" in problems[1]
+    assert check_model_mutant(SampleDevice(), mutant, True) == []
+    # an invalid priority goes to prepare_model only
+    prio = next(MODEL_KINDS["invalid_priority"](model))
+    problems = check_model_mutant(Crashes(), prio, False)
+    assert len(problems) == 1 and "prepare_model" in problems[0]
+
+
+def test_request_mutant_judgement_covers_every_path_with_a_bounded_wait():
+    from runtime.drivers.sample import SampleDevice
+    from tests.broken_drivers import LostAsyncCallback
+    from vts.mutations import REQUEST_KINDS
+    from vts.test_request_validation import PATHS, check_request_mutant
+
+    model, request = _fc_model_and_request()
+    description, mutated = next(REQUEST_KINDS["removed_input"](request))
+    assert check_request_mutant(SampleDevice().prepare_model(model), description, mutated, 5.0) == []
+    problems = check_request_mutant(LostAsyncCallback().prepare_model(model), description, mutated, 0.2)
+    assert problems == [f"{description} [async: execute_asynchronously: callback not notified within 0.2 s]"]
+
+    class Accepts(type(SampleDevice().prepare_model(model))):
+        def execute_synchronously(self, request, measure=None, deadline_ns=None, loop_timeout_duration_ns=None):
+            return [], None
+    lax = Accepts(model, SampleDevice())
+    problems = check_request_mutant(lax, description, mutated, 5.0)
+    assert [p.split(" [")[1].split(":")[0] for p in problems] == list(PATHS)

@@ -1,0 +1,203 @@
+"""pytest plugin of the VTS validation tests (AOSP ``ValidateModel.cpp`` /
+``ValidateRequest.cpp``): options ``--vts-kind`` and ``--vts-max-mutants``, the
+parametrization of ``vts_model_case`` (vts/test_model_validation.py) and
+``vts_request_case`` (vts/test_request_validation.py), their outcome-record tags and a
+per-kind summary at the end of the run.
+
+Items: one per (corpus model, mutation kind), id ``<version>/<spec>/<name>@<kind>``, for the
+corpus models the driver under test accepts unmutated: collection asks the driver's HAL
+``get_supported_operations`` about each model (``expect_failure`` models are never used);
+a model it rejects (or crashes on) is one skipped item ``<version>/<spec>/<name>@unmutated``
+of the model validation test, so the skip is recorded. A kind gets an item only for the
+models it applies to (some place to mutate, see :meth:`vts.mutations.MutationKind.sites`).
+
+Each item's ``user_properties`` hold ``("operations", [...])``, ``("feature_level", n)``,
+``("mode", kind)`` and ``("suite", "vts")`` (outcome records, :mod:`nncts.pytest_plugin`).
+Shared options (``--driver``, ``--corpus``, ``--wait-limit``), the device fixture and the
+records come from :mod:`nncts.pytest_plugin`.
+"""
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+
+import pytest
+
+from nncts.pytest_plugin import DEFAULT_CORPUS, corpus_models, corpus_roots, model_marks
+
+pytest_plugins = ["nncts.pytest_plugin"]
+
+#: Default cap of mutants per (model, kind); 0 on the command line means no cap.
+DEFAULT_MAX_MUTANTS = 32
+#: Every kind must reach this many corpus models on the default corpus and driver.
+MIN_MODELS_PER_KIND = 100
+#: The ``mode`` of a model the driver rejects unmutated.
+UNMUTATED = "unmutated"
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("nncts")
+    g.addoption("--vts-kind", action="append", default=[],
+                help="VTS validation: mutation kinds to run (repeatable, comma-separated; default: all "
+                     "22 model and 2 request kinds, see vts/mutations.py)")
+    g.addoption("--vts-max-mutants", type=int, default=DEFAULT_MAX_MUTANTS, metavar="N",
+                help=f"VTS validation: at most N mutants per model and kind, spread evenly over the "
+                     f"places the kind applies to (default {DEFAULT_MAX_MUTANTS}; 0 = every mutant)")
+
+
+@dataclass(frozen=True)
+class VtsCase:
+    """One VTS validation item: a corpus test model and a mutation kind (``kind`` is
+    ``"unmutated"`` with ``rejected`` set when the driver rejects the model itself)."""
+
+    tm: object = field(repr=False)
+    kind: str
+    rejected: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.tm.test_id}@{self.kind}"
+
+
+@dataclass
+class VtsCollection:
+    """What collection learned: the models the driver accepts (with the kinds applicable to
+    each) and the ones it rejects (test id -> reason)."""
+
+    driver: str
+    default_corpus: bool
+    kinds: list[str]
+    accepted: list = field(default_factory=list)  # [(tm, [applicable kind names])]
+    rejected: dict = field(default_factory=dict)  # test id -> (tm, reason)
+
+    def models_per_kind(self) -> dict[str, int]:
+        counts = collections.Counter(k for _, kinds in self.accepted for k in kinds)
+        return {k: counts.get(k, 0) for k in self.kinds}
+
+
+def selected_kinds(config) -> list[str]:
+    """The ``--vts-kind`` selection (every kind by default); UsageError for an unknown one."""
+    from vts.mutations import KINDS
+    names = [n.strip() for opt in config.getoption("vts_kind") for n in opt.split(",") if n.strip()]
+    unknown = [n for n in names if n not in KINDS]
+    if unknown:
+        raise pytest.UsageError(f"--vts-kind: unknown kind(s) {', '.join(unknown)}; known: {', '.join(KINDS)}")
+    return [k for k in KINDS if not names or k in names]
+
+
+def max_mutants(config) -> int | None:
+    n = config.getoption("vts_max_mutants")
+    return None if n is None or n <= 0 else n
+
+
+def _acceptance(hal, model) -> str:
+    """'' when the driver's get_supported_operations takes ``model``, else why not."""
+    from runtime.errors import HalError
+    try:
+        hal.get_supported_operations(model)
+    except HalError as e:
+        return f"the driver rejects the unmutated model: get_supported_operations: {e.status.name}: {e.message}"
+    except Exception as e:  # noqa: BLE001 - driver code
+        return f"the driver crashed on the unmutated model: get_supported_operations: {type(e).__name__}: {e}"
+    return ""
+
+
+def vts_collection(config) -> VtsCollection:
+    """Ask the driver (``--driver``, through its HAL) about every corpus model once per
+    process; cached on ``config``."""
+    cached = getattr(config, "_nncts_vts", None)
+    if cached is not None:
+        return cached
+    from runtime.drivers import DriverNotFound, load_driver
+    from runtime.testing.hal_convert import to_hal_model, to_hal_request
+    from vts.mutations import KINDS, clone_model
+    spec = config.getoption("driver")
+    try:
+        hal = load_driver(spec)
+    except (DriverNotFound, TypeError) as e:
+        raise pytest.UsageError(f"--driver: {e}") from None
+    kinds = selected_kinds(config)
+    default = [p.resolve() for p in corpus_roots(config)] == [DEFAULT_CORPUS.resolve()]
+    result = VtsCollection(spec, default, kinds)
+    for tm in corpus_models(config):
+        if tm.expect_failure:
+            continue
+        model = to_hal_model(tm)
+        reason = _acceptance(hal, clone_model(model))
+        if reason:
+            result.rejected[tm.test_id] = (tm, reason)
+            continue
+        request = to_hal_request(tm) if any(KINDS[k].target == "request" for k in kinds) else None
+        applicable = [name for name in kinds
+                      if KINDS[name].sites(request if KINDS[name].target == "request" else model)]
+        result.accepted.append((tm, applicable))
+    config._nncts_vts = result
+    return result
+
+
+def pytest_generate_tests(metafunc):
+    for argname, target in (("vts_model_case", "model"), ("vts_request_case", "request")):
+        if argname not in metafunc.fixturenames:
+            continue
+        from vts.mutations import KINDS
+        coll = vts_collection(metafunc.config)
+        params = []
+        for tm, kinds in coll.accepted:
+            marks = model_marks(tm)
+            for name in kinds:
+                if (KINDS[name].target == "request") == (target == "request"):
+                    case = VtsCase(tm, name)
+                    params.append(pytest.param(case, id=case.id, marks=marks))
+        if target == "model":
+            for tm, reason in coll.rejected.values():
+                case = VtsCase(tm, UNMUTATED, reason)
+                params.append(pytest.param(case, id=case.id, marks=model_marks(tm)))
+        metafunc.parametrize(argname, params)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Tag the item's reports for the outcome records: operations, feature level, kind, suite."""
+    spec = getattr(item, "callspec", None)
+    if spec is None:
+        return
+    case = spec.params.get("vts_model_case") or spec.params.get("vts_request_case")
+    if isinstance(case, VtsCase):
+        item.user_properties.append(("operations", [t.name for t in case.tm.operation_types]))
+        item.user_properties.append(("feature_level", case.tm.feature_level))
+        item.user_properties.append(("mode", case.kind))
+        item.user_properties.append(("suite", "vts"))
+        if case.rejected:
+            item.user_properties.append(("skip_kind", "driver_rejects_model"))
+
+
+# --- per-kind summary (controller side: reports of every worker arrive here) ----------
+
+_TALLY: dict = {}
+
+
+def pytest_configure(config):
+    _TALLY.clear()
+    selected_kinds(config)  # an unknown --vts-kind is a usage error up front
+
+
+def pytest_runtest_logreport(report):
+    props = dict(report.user_properties)
+    if props.get("suite") != "vts" or "mode" not in props:
+        return
+    if not (report.when == "call" or (report.when == "setup" and not report.passed)):
+        return
+    from vts.mutations import KINDS
+    if props["mode"] not in KINDS and props["mode"] != UNMUTATED:
+        return  # another VTS test's item
+    outcome = "passed" if report.passed else "skipped" if report.skipped else "failed"
+    _TALLY.setdefault(props["mode"], collections.Counter())[outcome] += 1
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if not _TALLY:
+        return
+    terminalreporter.section("vts validation: corpus models per mutation kind")
+    terminalreporter.write_line(f"{'kind':32s} {'passed':>7s} {'failed':>7s} {'skipped':>8s}")
+    for kind, c in sorted(_TALLY.items()):
+        terminalreporter.write_line(f"{kind:32s} {c['passed']:7d} {c['failed']:7d} {c['skipped']:8d}")

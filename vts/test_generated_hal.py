@@ -1,0 +1,111 @@
+"""VTS generated tests: every corpus test model, straight on the driver's HAL (no front end),
+through every execution path (AOSP VtsHalNeuralnetworks ``GeneratedTest`` /
+``GeneratedTestHarness``: ``createModel`` -> ``getSupportedOperations`` -> ``prepareModel``
+-> ``EvaluatePreparedModel``, plus ``ValidationTest``'s ``validateFailure`` for models that
+must fail).
+
+One item per (model, path), id ``<version>/<spec>/<name>@<path>``, paths
+:data:`vts.hal_harness.PATHS`: ``sync``, ``async``, ``fenced``, ``burst``, ``reusable`` (what
+each runs: :func:`vts.hal_harness.path_runs`). A model the operation table cannot run yet is
+one skipped item (id ``<version>/<spec>/<name>``); a model above the driver's feature level,
+or one whose operations the driver does not all support, is skipped per path.
+"""
+from __future__ import annotations
+
+import pytest
+
+from nncts.pytest_plugin import corpus_models, model_marks
+from runtime.testing.hal_convert import to_hal_model, to_hal_request
+from runtime.testing.support import not_implemented_reason
+from runtime.types import ErrorStatus
+from vts.hal_harness import (PATHS, VtsFailure, check_run, path_runs, prepare, supported_operations)
+
+
+def pytest_generate_tests(metafunc):
+    """Parametrize ``vts_generated_case`` with (test model, path or None) per corpus model."""
+    if "vts_generated_case" not in metafunc.fixturenames:
+        return
+    params = []
+    for tm in corpus_models(metafunc.config):
+        marks = model_marks(tm)
+        reason = not_implemented_reason(to_hal_model(tm), signatures_too=not tm.expect_failure)
+        if reason:
+            params.append(pytest.param((tm, None, reason), id=tm.test_id, marks=marks))
+            continue
+        for path in PATHS:
+            params.append(pytest.param((tm, path, None), id=f"{tm.test_id}@{path}", marks=marks))
+    metafunc.parametrize("vts_generated_case", params)
+
+
+def _tag(request, tm, path: str | None) -> None:
+    props = request.node.user_properties
+    props.append(("operations", [t.name for t in tm.operation_types]))
+    props.append(("feature_level", tm.feature_level))
+    props.append(("mode", path or PATHS[0]))
+    props.append(("suite", "vts"))
+
+
+def _skip(request, kind: str, message: str):
+    request.node.user_properties.append(("skip_kind", kind))
+    pytest.skip(message)
+
+
+def _expect_rejection(hal, tm, model, path: str, wait_limit: float) -> None:
+    """A model that must fail (``expect_failure``) is rejected somewhere: by
+    get_supported_operations (an error or an unsupported operation), by prepare_model, or by
+    the execution on ``path`` (AOSP ``validateFailure``: the execution must not succeed)."""
+    supported = supported_operations(hal, model)
+    if not supported.ok or not all(supported.value):
+        return
+    prepared = prepare(hal, model)
+    if not prepared.ok:
+        return
+    request = to_hal_request(tm)
+    for run in path_runs(path, prepared.value, request, wait_limit):
+        if run.status != ErrorStatus.NONE:
+            return
+    pytest.fail(f"{tm.test_id}@{path}: expected a failure (expect_failure model), but "
+                f"get_supported_operations, prepare_model and every {path} execution succeeded", pytrace=False)
+
+
+def test_generated_hal(vts_generated_case, nncts_device, request):
+    """Prepare one corpus model on the HAL and run it on one execution path; every run must
+    succeed with correct output shapes, timing and values (NNAPI accuracy criteria), and must
+    not modify the request's inputs."""
+    tm, path, not_implemented = vts_generated_case
+    _tag(request, tm, path)
+    if not_implemented:
+        _skip(request, "not_implemented", not_implemented)
+    hal = nncts_device.hal
+    level = nncts_device.feature_level
+    if tm.feature_level > level:
+        _skip(request, "feature_level", f"not implemented by the driver: the model needs feature level "
+                                        f"{tm.feature_level}, driver {nncts_device.name} implements up to {level}")
+    wait_limit = request.config.getoption("wait_limit")
+    model = to_hal_model(tm)
+    try:
+        if tm.expect_failure:
+            _expect_rejection(hal, tm, model, path, wait_limit)
+            return
+        supported = supported_operations(hal, model)
+        if not supported.ok:
+            pytest.fail(f"get_supported_operations on a valid model: {supported.describe()}", pytrace=False)
+        if not all(supported.value):
+            ops = sorted({model.main.operations[k].type.name for k, ok in enumerate(supported.value) if not ok})
+            _skip(request, "unsupported_by_driver", f"unsupported by driver {nncts_device.name}: {', '.join(ops)}")
+        prepared = prepare(hal, model)
+        if not prepared.ok:
+            pytest.fail(f"prepare_model of a fully supported model: {prepared.describe()}", pytrace=False)
+        hal_request = to_hal_request(tm)
+        inputs_before = bytes(hal_request.pools[0].buffer)
+        problems = []
+        for run in path_runs(path, prepared.value, hal_request, wait_limit):
+            problems += check_run(tm, hal_request, run)
+            if bytes(hal_request.pools[0].buffer) != inputs_before:
+                problems.append(f"{run.label}: the driver modified the request's input memory")
+            if problems:
+                break
+    except VtsFailure as e:
+        pytest.fail(f"{tm.test_id}@{path}: {e}", pytrace=False)
+    if problems:
+        pytest.fail(f"{tm.test_id}@{path}: " + "; ".join(problems), pytrace=False)

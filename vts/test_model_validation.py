@@ -1,0 +1,154 @@
+"""VTS model validation (AOSP ``ValidateModel.cpp``): every mutant of a valid corpus model
+must be rejected by the driver, through its HAL only, with ``INVALID_ARGUMENT``:
+``IDevice.get_supported_operations`` and ``IDevice.prepare_model`` for the model kinds,
+``prepare_model`` alone for an invalid execution preference or priority. One item per
+(model, mutation kind), see :mod:`vts.plugin`; the kinds are in :mod:`vts.mutations`.
+
+Any other outcome fails the item, naming the mutant: the call succeeding, another error
+status, or an exception other than HalError (a driver crash).
+"""
+from __future__ import annotations
+
+import pytest
+
+from runtime.errors import HalError
+from runtime.testing.hal_convert import to_hal_model
+from runtime.types import ErrorStatus
+from vts.mutations import MODEL_KINDS, ModelMutant, clone_model
+from vts.plugin import MIN_MODELS_PER_KIND, max_mutants, vts_collection
+
+#: Failures quoted in a failing item's message (the count says how many there were).
+MAX_REPORTED = 8
+
+
+_MODELS: dict = {}
+
+
+def _hal_model(tm):
+    """The HAL model of ``tm``, built once per process (items of one model run together)."""
+    model = _MODELS.get(tm.test_id)
+    if model is None:
+        _MODELS.clear()  # keep one: items of a model are consecutive
+        model = _MODELS[tm.test_id] = to_hal_model(tm)
+    return model
+
+
+def expect_invalid_argument(call, what: str) -> str | None:
+    """None when ``call()`` raises HalError(INVALID_ARGUMENT); otherwise what went wrong."""
+    try:
+        value = call()
+    except HalError as e:
+        if e.status == ErrorStatus.INVALID_ARGUMENT:
+            return None
+        return f"{what}: expected INVALID_ARGUMENT, got {e.status.name}: {e.message}"
+    except Exception as e:  # noqa: BLE001 - driver code
+        return f"{what}: driver crashed: {type(e).__name__}: {e}"
+    shown = repr(value)
+    return f"{what}: accepted (returned {shown[:80] + '...' if len(shown) > 80 else shown})"
+
+
+def check_model_mutant(hal, mutant: ModelMutant, supported_operations_too: bool) -> list[str]:
+    """Problems of the driver with one mutant (empty when it was rejected as it must be)."""
+    problems = []
+    # each call gets its own copy, as the HAL passes models by value
+    for_prepare = clone_model(mutant.model) if supported_operations_too else mutant.model
+    if supported_operations_too:
+        problem = expect_invalid_argument(lambda: hal.get_supported_operations(mutant.model),
+                                          "get_supported_operations")
+        if problem:
+            problems.append(f"{mutant.description} [{problem}]")
+    problem = expect_invalid_argument(
+        lambda: hal.prepare_model(for_prepare, mutant.preference, mutant.priority), "prepare_model")
+    if problem:
+        problems.append(f"{mutant.description} [{problem}]")
+    return problems
+
+
+def test_model_validation(vts_model_case, nncts_device, request):
+    """Apply every mutant of one kind to one corpus model (at most ``--vts-max-mutants``)
+    and expect the driver to reject each with INVALID_ARGUMENT."""
+    case = vts_model_case
+    if case.rejected:
+        pytest.skip(case.rejected)
+    kind = MODEL_KINDS[case.kind]
+    hal = nncts_device.hal
+    problems, n = [], 0
+    for mutant in kind(_hal_model(case.tm), max_mutants(request.config)):
+        n += 1
+        problems += check_model_mutant(hal, mutant, kind.checks_supported_operations)
+    request.node.user_properties.append(("mutants", n))
+    if problems:
+        shown = "\n  ".join(problems[:MAX_REPORTED])
+        more = f"\n  ... and {len(problems) - MAX_REPORTED} more" if len(problems) > MAX_REPORTED else ""
+        pytest.fail(f"{case.id}: {len(problems)} problem(s) with {n} mutant(s) that must be rejected "
+                    f"with INVALID_ARGUMENT:\n  {shown}{more}", pytrace=False)
+
+
+def test_every_kind_covers_enough_models(request):
+    """Coverage of the mutation kinds: how many corpus models each kind mutates (the
+    driver's accepted models with some place for the kind to apply). On the default corpus
+    with the default driver, every selected kind must reach 100 models."""
+    coll = vts_collection(request.config)
+    counts = coll.models_per_kind()
+    table = "\n".join(f"  {k:32s} {n:6d}" for k, n in counts.items())
+    print(f"\nVTS mutation kinds: corpus models per kind (driver {coll.driver}, "
+          f"{len(coll.accepted)} models accepted, {len(coll.rejected)} rejected)\n{table}")
+    if not (coll.default_corpus and coll.driver == "sample"):
+        pytest.skip(f"coverage is only enforced on the default corpus with the sample driver:\n{table}")
+    low = {k: n for k, n in counts.items() if n < MIN_MODELS_PER_KIND}
+    assert not low, f"kinds mutating fewer than {MIN_MODELS_PER_KIND} corpus models: {low}\n{table}"
+
+
+# --- the mutation kinds themselves (no driver involved) ---------------------------------
+
+def _sample_models():
+    """A few corpus models: with internal operands, constants, quantized and relaxed."""
+    from nncts.pytest_plugin import DEFAULT_CORPUS
+    from runtime.testing.test_model import load_spec
+    names = {"fully_connected_float_all_inputs_as_internal", "mean_quant8_1_all_inputs_as_internal",
+             "conv_float_2_relaxed", "add_broadcast_quant8"}
+    models = []
+    for spec in ("V1_0/fully_connected_float", "V1_1/mean_quant8_1", "V1_1/conv_float_2_relaxed",
+                 "V1_0/add_broadcast_quant8"):
+        models += [to_hal_model(tm) for tm in load_spec(DEFAULT_CORPUS / f"{spec}.json.gz") if tm.name in names]
+    assert len(models) == len(names)
+    return models
+
+
+def _fingerprint(model) -> str:
+    return repr(model) + "".join(bytes(p.buffer).hex() for p in model.pools)
+
+
+def test_mutation_kinds_are_complete_and_documented():
+    import re
+    from vts.mutations import KINDS, REQUEST_KINDS
+    assert len(MODEL_KINDS) == 22 and len(REQUEST_KINDS) == 2 and len(KINDS) == 24
+    for name, kind in KINDS.items():
+        assert re.fullmatch(r"[a-z]+(_[a-z]+)*", name), name
+        assert "AOSP" in kind.doc and "HAL rule" in kind.doc, f"{name}: docstring must name its AOSP source and HAL rule"
+        assert kind.aosp.split()[0] in kind.doc, name
+
+
+def test_mutants_are_fresh_copies_that_differ_from_the_original():
+    for model in _sample_models():
+        before = _fingerprint(model)
+        for name, kind in MODEL_KINDS.items():
+            for mutant in kind(model):
+                assert mutant.model is not model and mutant.model.main is not model.main
+                assert mutant.model.pools == [] or mutant.model.pools[0] is not model.pools[0]
+                changed = _fingerprint(mutant.model) != before
+                assert changed or kind.target == "prepare", f"{mutant.description}: same as the original"
+                assert mutant.description.startswith(name + ":")
+        assert _fingerprint(model) == before, "a mutation modified the original model"
+
+
+def test_mutant_cap_is_deterministic_and_spread():
+    from vts.mutations import spread
+    assert spread(list(range(10)), None) == list(range(10))
+    assert spread(list(range(10)), 3) == [0, 4, 9] or spread(list(range(10)), 3) == [0, 5, 9]
+    assert spread(list(range(100)), 8) == spread(list(range(100)), 8)
+    assert len(spread(list(range(100)), 8)) == 8
+    model = _sample_models()[0]
+    kind = MODEL_KINDS["operation_operand_type"]
+    first = [m.description for m in kind(model, 5)]
+    assert first == [m.description for m in kind(model, 5)] and len(first) == 5
