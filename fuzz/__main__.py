@@ -1,0 +1,284 @@
+"""``python -m fuzz``: coverage-guided fuzzing (atheris / libFuzzer) of a driver's model
+and request validation, through the HAL and the front end (see :mod:`fuzz.target`).
+
+Usage::
+
+    python -m fuzz --driver NAME [--findings DIR] [--seeds DIR | --no-seeds] [--paths hal,frontend]
+                   [--keep-going N] [libFuzzer flags, e.g. -runs=N -max_total_time=S
+                   -timeout=S -rss_limit_mb=M] [corpus dirs]
+    python -m fuzz --driver NAME --replay FINDING_OR_DIR...   # re-run saved findings
+    python -m fuzz --make-seeds DIR                           # encode the CTS corpus
+
+The command supervises a child process that runs libFuzzer (its statistics lines, ``#N
+... cov: ... ft: ... exec/s: ...``, and the final ``stat::`` lines go to stderr). Findings
+are saved by the child as they happen (:mod:`fuzz.findings`); when libFuzzer itself stops
+the child (``-timeout``, ``-rss_limit_mb``, an escaped exception) its artifact
+(``<findings>/artifacts/{timeout,oom,crash}-*``) is converted into a finding afterwards,
+and with ``--keep-going N`` the child is restarted up to N times (inputs that already
+stopped a run are skipped from then on). Defaults added unless
+given: ``-artifact_prefix=<findings>/artifacts/``, ``-timeout=30``,
+``-print_final_stats=1``.
+
+``--seeds DIR`` (default ``<findings>/seeds``; ``--no-seeds``: none) fills DIR (when
+empty) with the V1_0 and V1_1 corpus models encoded by
+:func:`fuzz.decoder.encode` (expected outputs left out, data above 256 bytes as a hash
+fill) plus generated-mode inputs (one operation per signature of the operation table, at
+each hostility level), and hands it to libFuzzer as a read-only corpus directory. When no
+corpus directory is given, ``<findings>/corpus`` is the one libFuzzer writes new inputs to.
+
+Exit status: 0 when the run ended normally without any new finding, 1 otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m fuzz", allow_abbrev=False,
+                                description="Fuzz an NNAPI driver's validation (atheris/libFuzzer). "
+                                            "Unknown arguments go to libFuzzer.")
+    p.add_argument("--driver", default="sample",
+                   help="driver: bundled name, entry point or module:factory (default: sample)")
+    p.add_argument("--findings", default="fuzz-findings", metavar="DIR",
+                   help="where findings go: DIR/V_FUZZ/*.json.gz (corpus schema) and DIR/inputs/*.bin")
+    p.add_argument("--seeds", metavar="DIR",
+                   help="seed corpus directory, filled from the CTS corpus when empty (default: DIR/seeds of --findings)")
+    p.add_argument("--no-seeds", action="store_true", help="start from an empty corpus")
+    p.add_argument("--paths", default="hal,frontend", help="which paths to run: hal, frontend or both")
+    p.add_argument("--max-findings", type=int, default=200, help="most finding files one run writes")
+    p.add_argument("--keep-going", type=int, default=0, metavar="N",
+                   help="restart the fuzzer up to N times after libFuzzer stops on a crash, timeout or oom")
+    p.add_argument("--replay", nargs="+", metavar="PATH",
+                   help="re-run saved findings (.json.gz, .bin, or directories of them) and report which are open")
+    p.add_argument("--replay-timeout", type=int, default=60, help="seconds per replayed input")
+    p.add_argument("--make-seeds", metavar="DIR", help="write the seed corpus into DIR and exit")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--convert-artifact", nargs=2, metavar=("FILE", "KIND"), help=argparse.SUPPRESS)
+    return p
+
+
+def _has_flag(args: list[str], name: str) -> bool:
+    return any(a.startswith(f"-{name}=") for a in args)
+
+
+# --- seeds ------------------------------------------------------------------------------
+
+def make_seeds(directory: Path) -> int:
+    """Fill ``directory`` with seed inputs; returns how many were written."""
+    from runtime import ops
+    from runtime.testing.test_model import iter_corpus
+    from fuzz.decoder import encode
+    directory.mkdir(parents=True, exist_ok=True)
+    n = 0
+    corpus = ROOT / "cts" / "corpus"
+    for tm in iter_corpus([corpus / "V1_0", corpus / "V1_1"]):
+        try:
+            data = encode(tm, expected_outputs=False, max_raw_bytes=256)
+        except ValueError:
+            continue
+        (directory / f"cts_{tm.version}_{tm.name}.bin").write_bytes(data)
+        n += 1
+    table = sorted(ops.REGISTRY)
+    for k, op in enumerate(table):  # generated mode, one operation, each hostility level
+        for s in range(len(ops.REGISTRY[op].signatures)):
+            for hostility in range(4):
+                rng = random.Random(f"{op.name}/{s}/{hostility}")  # fixed: same seeds every time
+                data = bytes([0x01 | hostility << 4, 0x00, k, s]) + rng.randbytes(160)
+                (directory / f"gen_{op.name}_{s}_h{hostility}.bin").write_bytes(data)
+                n += 1
+    return n
+
+
+# --- child: the libFuzzer process -------------------------------------------------------
+
+def child_main(args, libfuzzer_args: list[str]) -> None:
+    import atheris
+    import importlib
+    import pkgutil
+    include = ["runtime"]
+    if ":" in args.driver:
+        top = args.driver.split(":", 1)[0].split(".")[0]
+        if top not in ("runtime", "fuzz"):
+            include.append(top)
+    with atheris.instrument_imports(include=include):
+        import runtime
+        for info in pkgutil.walk_packages(runtime.__path__, "runtime."):
+            importlib.import_module(info.name)  # lazy imports inside functions get instrumented too
+        from fuzz.findings import FindingRecorder
+        from fuzz.target import FuzzTarget
+        recorder = FindingRecorder(Path(args.findings), args.driver, args.max_findings)
+        converted = Path(args.findings) / "artifacts" / "converted"
+        known = {p.name.split("-", 1)[1] for p in converted.glob("*-*")} if converted.is_dir() else set()
+        target = FuzzTarget(args.driver, recorder, args.paths.split(","), skip=known)
+    atheris.Setup([sys.argv[0], *libfuzzer_args], target)
+    atheris.Fuzz()
+
+
+# --- artifacts --------------------------------------------------------------------------
+
+def _artifact_kind(name: str) -> str | None:
+    for prefix, kind in (("timeout-", "timeout"), ("oom-", "oom"), ("crash-", "crash"), ("leak-", "crash")):
+        if name.startswith(prefix):
+            return kind
+    return None
+
+
+def convert_artifact(args, path: Path, kind: str, run_target: bool = True) -> None:
+    """Save libFuzzer artifact ``path`` as a finding (in this process)."""
+    import hashlib
+    from fuzz.decoder import Rejected, decode
+    from fuzz.findings import Finding, FindingRecorder
+    data = path.read_bytes()
+    recorder = FindingRecorder(Path(args.findings), args.driver, args.max_findings)
+    try:
+        case = decode(data)
+    except Rejected:
+        return
+    if kind == "crash" and run_target:
+        from fuzz.target import FuzzTarget
+        found = FuzzTarget(args.driver, recorder, args.paths.split(",")).run(data)
+        for f in found:
+            recorder.record(f, case, data)
+        if found:
+            return
+    # one finding per kind and set of operation types (a hang has no traceback to group by)
+    op_types = ",".join(sorted({op.type.name for op in case.model.main.operations})) or "no operations"
+    what = {"timeout": "ran past libFuzzer's -timeout", "oom": "went past libFuzzer's -rss_limit_mb",
+            "crash": "crashed the fuzzing process"}[kind]
+    finding = Finding(kind, "libfuzzer", f"the input {what} (artifact {path.name}; operations {op_types})",
+                      f"{kind}: {op_types}" if kind != "crash" else f"crash: {hashlib.sha1(data).hexdigest()}")
+    recorder.record(finding, case, data, run_reference=False)
+
+
+def convert_new_artifacts(args, artifacts: Path) -> list[Path]:
+    """Convert every not yet converted artifact; returns the artifacts converted."""
+    done_dir = artifacts / "converted"
+    done = []
+    for path in sorted(artifacts.glob("*-*")):
+        kind = _artifact_kind(path.name)
+        if kind is None or not path.is_file() or (done_dir / path.name).exists():
+            continue
+        cmd = [sys.executable, "-m", "fuzz", "--convert-artifact", str(path), kind, "--driver", args.driver,
+               "--findings", args.findings, "--paths", args.paths]
+        try:
+            ok = kind == "crash" and subprocess.run(cmd, cwd=os.getcwd(), timeout=120).returncode == 0
+        except subprocess.TimeoutExpired:
+            ok = False
+        if not ok:  # the target itself may hang or blow up: save without running it
+            convert_artifact(args, path, kind, run_target=False)
+        done_dir.mkdir(exist_ok=True)
+        (done_dir / path.name).write_bytes(b"")
+        done.append(path)
+    return done
+
+
+# --- replay -----------------------------------------------------------------------------
+
+def replay_main(args) -> int:
+    import signal
+    from fuzz.findings import FindingRecorder, read_finding_input
+    from fuzz.target import FuzzTarget
+    target = FuzzTarget(args.driver, FindingRecorder(None, args.driver, quiet=True), args.paths.split(","))
+    files: list[Path] = []
+    for p in map(Path, args.replay):
+        if p.is_dir():  # a findings directory (its models, and inputs that never decoded) or of inputs
+            found = sorted(p.rglob("*.json.gz"))
+            stems = {f.name[:-len(".json.gz")] for f in found}
+            found += [b for b in sorted((p / "inputs").glob("*.bin")) if b.stem not in stems]
+            files += found or sorted(p.glob("*.bin"))
+        else:
+            files.append(p)
+
+    def on_alarm(signum, frame):
+        raise TimeoutError(f"replay ran past {args.replay_timeout} s")
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    still_open = 0
+    for f in files:
+        signal.alarm(args.replay_timeout)
+        try:
+            found = [x.message for x in target.run(read_finding_input(f))]
+        except TimeoutError as e:
+            found = [str(e)]
+        finally:
+            signal.alarm(0)
+        still_open += bool(found)
+        print(f"{'OPEN ' if found else 'fixed'} {f.name}{': ' + found[0] if found else ''}")
+    print(f"{len(files)} replayed, {still_open} still open")
+    return 1 if still_open else 0
+
+
+# --- parent -----------------------------------------------------------------------------
+
+def parent_main(args, libfuzzer_args: list[str]) -> int:
+    findings = Path(args.findings).resolve()
+    args.findings = str(findings)
+    artifacts = findings / "artifacts"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    lib = list(libfuzzer_args)
+    for a in lib:  # libFuzzer wants its corpus directories to exist
+        if not a.startswith("-") and not Path(a).exists():
+            Path(a).mkdir(parents=True)
+    if not _has_flag(lib, "artifact_prefix"):
+        lib.append(f"-artifact_prefix={artifacts}/")
+    if not _has_flag(lib, "timeout"):
+        lib.append("-timeout=30")
+    if not _has_flag(lib, "print_final_stats"):
+        lib.append("-print_final_stats=1")
+    if not any(not a.startswith("-") for a in lib):  # a fresh main corpus: seeds stay read-only
+        (findings / "corpus").mkdir(exist_ok=True)
+        lib.append(str(findings / "corpus"))
+    if not args.no_seeds:
+        seeds = Path(args.seeds) if args.seeds else findings / "seeds"
+        if not seeds.is_dir() or not any(seeds.iterdir()):
+            print(f"nncts-fuzz: wrote {make_seeds(seeds)} seed inputs to {seeds}", file=sys.stderr)
+        lib.append(str(seeds))
+    existing = set((findings / "V_FUZZ").glob("*.json.gz")) | set((findings / "inputs").glob("*.bin"))
+    convert_new_artifacts(args, artifacts)  # left over from an earlier run
+    restarts = 0
+    while True:
+        cmd = [sys.executable, "-m", "fuzz", "--child", "--driver", args.driver, "--findings", args.findings,
+               "--paths", args.paths, "--max-findings", str(args.max_findings), *lib]
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+        rc = subprocess.call(cmd, env=env)
+        converted = convert_new_artifacts(args, artifacts)
+        if rc != 0 and converted and restarts < args.keep_going:
+            restarts += 1
+            print(f"nncts-fuzz: libFuzzer stopped on {converted[-1].name}; restart {restarts}/{args.keep_going}",
+                  file=sys.stderr)
+            continue
+        break
+    now = set((findings / "V_FUZZ").glob("*.json.gz")) | set((findings / "inputs").glob("*.bin"))
+    new = sorted(p for p in now - existing if p.suffix != ".bin" or
+                 not (findings / "V_FUZZ" / (p.stem + ".json.gz")).exists())
+    print(f"nncts-fuzz: exit {rc}, {restarts} restart(s), {len(new)} new finding(s) in {findings}", file=sys.stderr)
+    for p in new:
+        print(f"  {p}", file=sys.stderr)
+    return 0 if rc == 0 and not new else 1
+
+
+def main(argv=None) -> int:
+    args, rest = _parser().parse_known_args(argv)
+    if args.make_seeds:
+        print(f"wrote {make_seeds(Path(args.make_seeds))} seed inputs to {args.make_seeds}")
+        return 0
+    if args.replay:
+        return replay_main(args)
+    if args.convert_artifact:
+        convert_artifact(args, Path(args.convert_artifact[0]), args.convert_artifact[1])
+        return 0
+    if args.child:
+        child_main(args, rest)
+        return 0
+    return parent_main(args, rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,303 @@
+"""One fuzz iteration: decode the input (:mod:`fuzz.decoder`), run it through the driver's
+HAL interface and through the front end, and compare with the reference validator.
+
+Steps (:func:`check_case`):
+
+1. Reference: the test model becomes a HAL model and request (:func:`to_hal_model`,
+   :func:`build_request`), the decoded HAL tweaks are applied, and
+   :func:`runtime.hal.validate.validate_model` judges the model.
+2. HAL path on the driver: ``get_supported_operations``, ``prepare_model``, then (if
+   prepared) ``execute_synchronously`` on the request (``validate_request`` judges it).
+3. Front-end path (the untweaked test model): Model (built as ``cts.harness.build_model``
+   does, but total for any decoded model), ``Compilation.create_for_devices`` for the
+   driver only, ``Execution`` with the decoded inputs and output buffers of the planned
+   sizes, ``compute``.
+
+Success and documented errors (HalError with an ErrorStatus on the HAL path, NnapiError
+with a ResultCode on the front end) are fine. Findings (:mod:`fuzz.findings`): any other
+exception (``crash``); a documented error wrapping a caught crash (``masked-crash``);
+the driver accepting a model or request the reference validator rejects
+(``differential``: "driver accepted an invalid model: <reason>"); a malformed return value
+(``contract``). Hangs and memory blow-ups are caught by libFuzzer (``-timeout``,
+``-rss_limit_mb``) and converted after the run.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import warnings
+
+import numpy as np
+
+from runtime.errors import HalError, NnapiError
+from runtime.hal.memory import SharedMemory
+from runtime.hal.types import DataLocation, OutputShape, Request, RequestArgument
+from runtime.hal.validate import operand_byte_size, validate_model, validate_request
+from runtime.nnapi import Compilation, Device, Execution, Memory, Model
+from runtime.testing.hal_convert import to_hal_model
+from runtime.testing.test_model import TestModel
+from runtime.types import OperandLifeTime, is_tensor_type, operand_dtype
+
+from .decoder import UNKNOWN_OUTPUT_BYTES, FuzzCase, Rejected, apply_tweaks, decode
+from .findings import (Finding, FindingRecorder, crash_finding, is_masked_crash,
+                       mask_numbers, masked_crash_finding)
+
+L = OperandLifeTime
+ALIGN = 8
+#: Output buffers never exceed this many bytes (a larger declared output gets a short buffer).
+MAX_OUTPUT_BUFFER = 1 << 22
+
+
+def _raw(o) -> bytes:
+    return np.ascontiguousarray(o.data, operand_dtype(o.type)).tobytes()
+
+
+def output_size(tm: TestModel, j: int, plan: int) -> int:
+    """Bytes of the buffer for output ``j`` under output ``plan`` (0 exact, 1 one byte
+    short, 2 generous)."""
+    o = tm.main.operands[tm.main.output_indexes[j]] if 0 <= tm.main.output_indexes[j] < len(tm.main.operands) \
+        else None
+    if o is None:
+        return 1
+    known = (not is_tensor_type(o.type) or o.dimensions) and 0 not in o.dimensions
+    need = operand_byte_size(o.type, o.dimensions) if known else UNKNOWN_OUTPUT_BYTES
+    if plan == 1:
+        need = need - 1 if known else 1
+    elif plan == 2:
+        need += 64
+    return max(0, min(need, MAX_OUTPUT_BUFFER))
+
+
+def build_request(tm: TestModel, plan: int) -> Request:
+    """The HAL request of ``tm``: inputs' data in pool 0 (an input without data has no
+    value), one buffer per output in pool 1 sized by ``plan``."""
+    ins, blob = [], bytearray()
+    n = len(tm.main.operands)
+    for idx in tm.main.input_indexes:
+        o = tm.main.operands[idx] if 0 <= idx < n else None
+        if o is None or o.data is None:
+            ins.append(RequestArgument(has_no_value=True))
+            continue
+        raw = _raw(o)
+        blob.extend(b"\0" * (-len(blob) % ALIGN))
+        ins.append(RequestArgument(False, DataLocation(0, len(blob), len(raw)),
+                                   list(o.data.shape) if o.data.ndim else []))
+        blob.extend(raw)
+    outs, offset = [], 0
+    for j in range(len(tm.main.output_indexes)):
+        size = output_size(tm, j, plan)
+        offset += -offset % ALIGN
+        outs.append(RequestArgument(False, DataLocation(1, offset, size), []))
+        offset += size
+    return Request(ins, outs, [SharedMemory(data=bytes(blob) or b"\0"), SharedMemory(max(offset, 1))])
+
+
+def build_frontend_model(tm: TestModel) -> Model:
+    """The front-end Model of ``tm`` (finished), as ``cts.harness.build_model`` builds
+    corpus models, for any decoded model: a constant without data gets an empty value
+    (the front end must refuse it); CONSTANT_REFERENCE values come from a Memory. Raises
+    NnapiError."""
+    model = Model()
+    sg = tm.main
+    blob, offsets = bytearray(), {}
+    for i, o in enumerate(sg.operands):
+        if o.lifetime == L.CONSTANT_REFERENCE and o.data is not None:
+            blob.extend(b"\0" * (-len(blob) % ALIGN))
+            offsets[i] = len(blob)
+            blob.extend(_raw(o))
+    memory = Memory.from_bytes(bytes(blob)) if offsets else None
+    for i, o in enumerate(sg.operands):
+        model.add_operand(o.type, o.dimensions, o.scale, o.zero_point)
+        if o.channel_quant is not None:
+            model.set_operand_symm_per_channel_quant_params(i, *o.channel_quant)
+        if o.lifetime == L.CONSTANT_COPY or (o.lifetime == L.CONSTANT_REFERENCE and i not in offsets):
+            model.set_operand_value(i, b"" if o.data is None else _raw(o))
+        elif o.lifetime == L.CONSTANT_REFERENCE:
+            model.set_operand_value_from_memory(i, memory, offsets[i], len(_raw(o)))
+        elif o.lifetime == L.NO_VALUE:
+            model.set_operand_value(i, None)
+    for op in sg.operations:
+        model.add_operation(op.type, op.inputs, op.outputs)
+    model.identify_inputs_and_outputs(sg.input_indexes, sg.output_indexes)
+    model.relax_computation_float32_to_float16(tm.is_relaxed)
+    model.finish()
+    return model
+
+
+def _check_supported(result, n_ops: int) -> str | None:
+    try:
+        flags = list(result)
+    except TypeError:
+        return f"get_supported_operations returned {type(result).__name__}, not a list"
+    if len(flags) != n_ops:
+        return f"get_supported_operations returned {len(flags)} flags for {n_ops} operations"
+    if not all(isinstance(f, (bool, np.bool_)) for f in flags):
+        return "get_supported_operations returned a non-bool flag"
+    return None
+
+
+def _check_execution_result(result, n_outputs: int) -> str | None:
+    try:
+        shapes, _timing = result
+        shapes = list(shapes)
+    except (TypeError, ValueError):
+        return f"execute_synchronously returned {type(result).__name__}, not (output shapes, timing)"
+    if len(shapes) != n_outputs:
+        return f"execute_synchronously returned {len(shapes)} output shapes for {n_outputs} outputs"
+    if not all(isinstance(s, OutputShape) for s in shapes):
+        return "execute_synchronously returned an output shape that is not an OutputShape"
+    return None
+
+
+def _differential(phase: str, reason: str, what: str = "model") -> Finding:
+    return Finding("differential", phase, f"driver accepted an invalid {what} ({phase}): {reason}",
+                   f"{what}: {mask_numbers(reason)}")
+
+
+def check_case(case: FuzzCase, hal_device, device: Device | None, paths=("hal", "frontend")) -> list[Finding]:
+    """Run ``case`` on the driver (HAL ``hal_device``; front end ``device``) and return the
+    findings (empty when every outcome was success or a documented error)."""
+    findings: list[Finding] = []
+    tm = case.model
+    try:
+        hal_model = to_hal_model(tm)
+        request = build_request(tm, case.output_plan)
+        apply_tweaks(case.tweaks, hal_model, request)
+    except Exception as e:  # noqa: BLE001 - a crash of the test-model conversion itself
+        return [crash_finding("convert", e)]
+
+    if "hal" in paths:
+        findings += _hal_path(hal_model, request, hal_device)
+    if "frontend" in paths and device is not None:
+        findings += _frontend_path(tm, case.output_plan, device)
+    return findings
+
+
+def _hal_path(hal_model, request, drv) -> list[Finding]:
+    findings = []
+    invalid = None
+    try:
+        validate_model(hal_model)
+    except HalError as e:
+        invalid = e.message
+    except Exception as e:  # noqa: BLE001
+        findings.append(crash_finding("reference:validate_model", e))
+        invalid = f"validator crashed ({type(e).__name__})"
+    n_ops = len(hal_model.main.operations)
+    accepted = []
+    try:
+        result = drv.get_supported_operations(hal_model)
+        problem = _check_supported(result, n_ops)
+        if problem and invalid is None:
+            findings.append(Finding("contract", "hal:get_supported_operations", problem, problem))
+        accepted.append("get_supported_operations")
+    except HalError as e:
+        if is_masked_crash(e.message):
+            findings.append(masked_crash_finding("hal:get_supported_operations", e))
+    except Exception as e:  # noqa: BLE001
+        findings.append(crash_finding("hal:get_supported_operations", e))
+    prepared = None
+    try:
+        prepared = drv.prepare_model(hal_model)
+        accepted.append("prepare_model")
+    except HalError as e:
+        if is_masked_crash(e.message):
+            findings.append(masked_crash_finding("hal:prepare_model", e))
+    except Exception as e:  # noqa: BLE001
+        findings.append(crash_finding("hal:prepare_model", e))
+    if invalid is not None and accepted:
+        findings.append(_differential("hal:" + ", ".join(accepted), invalid))
+    if prepared is None or invalid is not None:
+        return findings
+    bad_request = None
+    try:
+        validate_request(request, hal_model)
+    except HalError as e:
+        bad_request = e.message
+    except Exception as e:  # noqa: BLE001
+        findings.append(crash_finding("reference:validate_request", e))
+        bad_request = f"validator crashed ({type(e).__name__})"
+    driver_request = copy.deepcopy(request)
+    try:
+        result = prepared.execute_synchronously(driver_request)
+        problem = _check_execution_result(result, len(hal_model.main.output_indexes))
+        if problem and bad_request is None:
+            findings.append(Finding("contract", "hal:execute_synchronously", problem, problem))
+        if bad_request is not None:
+            findings.append(_differential("hal:execute_synchronously", bad_request, "request"))
+    except HalError as e:
+        if is_masked_crash(e.message):
+            findings.append(masked_crash_finding("hal:execute_synchronously", e))
+    except Exception as e:  # noqa: BLE001
+        findings.append(crash_finding("hal:execute_synchronously", e))
+    return findings
+
+
+def _frontend_path(tm: TestModel, plan: int, device: Device) -> list[Finding]:
+    phase = "frontend:model"
+    try:
+        model = build_frontend_model(tm)
+        phase = "frontend:compilation"
+        compilation = Compilation.create_for_devices(model, [device])
+        compilation.finish()
+        phase = "frontend:execution"
+        execution = Execution(compilation)
+        if plan == 2:
+            execution.enable_input_and_output_padding(True)
+        for j, idx in enumerate(tm.main.input_indexes):
+            o = tm.main.operands[idx]
+            if o.data is None:
+                execution.set_input(j, None)
+            else:
+                execution.set_input(j, _raw(o), list(o.data.shape))
+        buffers = [bytearray(output_size(tm, j, plan)) for j in range(len(tm.main.output_indexes))]
+        for j, b in enumerate(buffers):
+            execution.set_output(j, b)
+        phase = "frontend:compute"
+        execution.compute()
+        for j in range(len(buffers)):
+            execution.get_output_operand_dimensions(j)
+    except NnapiError as e:
+        if is_masked_crash(e.message):
+            return [masked_crash_finding(phase, e)]
+    except Exception as e:  # noqa: BLE001
+        return [crash_finding(phase, e)]
+    return []
+
+
+class FuzzTarget:
+    """The callable libFuzzer runs (``TestOneInput``): decode, check, record findings."""
+
+    def __init__(self, driver: str, recorder: FindingRecorder, paths=("hal", "frontend"),
+                 skip: set[str] | None = None):
+        from runtime.drivers import load_driver
+        self.skip = skip or set()  # sha1 of inputs that already hung or blew up (not re-run)
+        self.driver = driver
+        self.hal_device = load_driver(driver)
+        self.device = Device(self.hal_device)
+        self.recorder = recorder
+        self.paths = tuple(paths)
+        self.executions = 0
+        warnings.simplefilter("ignore")
+
+    def run(self, data: bytes) -> list[Finding]:
+        """Findings of one input (not recorded)."""
+        try:
+            case = decode(data)
+        except Rejected:
+            return []
+        return check_case(case, self.hal_device, self.device, self.paths)
+
+    def __call__(self, data: bytes) -> None:
+        self.executions += 1
+        if self.skip and hashlib.sha1(data).hexdigest() in self.skip:
+            return
+        try:
+            case = decode(data)
+        except Rejected:
+            return
+        except Exception as e:  # noqa: BLE001 - the decoder must be total: that is a finding too
+            self.recorder.record(crash_finding("decode", e), None, data)
+            return
+        for finding in check_case(case, self.hal_device, self.device, self.paths):
+            self.recorder.record(finding, case, data)
