@@ -12,20 +12,19 @@ from pathlib import Path
 import numpy as np
 
 from runtime.errors import NnapiError
-from runtime.nnapi import (Compilation, Device, Execution, Memory, Model,
-                           get_supported_operations_for_devices)
+from runtime.nnapi import Compilation, Device, Execution, Model, get_supported_operations_for_devices
 from runtime.nnapi.burst import Burst
 from runtime.testing.criteria import judge
+from runtime.testing.frontend import build_model  # noqa: F401  (re-exported for tests)
 from runtime.testing.hal_convert import to_hal_model
 from runtime.testing.support import not_implemented_reason
 from runtime.testing.test_model import TestModel
 from runtime.testing.transforms import with_dynamic_outputs, with_signed_quantization
-from runtime.types import NO_TIMING, DurationCode, OperandLifeTime, OperandType, ResultCode, operand_dtype
+from runtime.types import NO_TIMING, DurationCode, OperandType, ResultCode
 
 from .binding import bind
 from .modes import BASE, Mode
 
-L = OperandLifeTime
 #: Longest the harness waits on an asynchronous or fenced completion by default (seconds).
 WAIT_LIMIT_S = 30.0
 
@@ -44,40 +43,6 @@ class Outcome:
 
 class Failure(Exception):
     """A check of the harness failed (the message says which)."""
-
-
-def build_model(tm: TestModel) -> Model:
-    """The front-end Model of ``tm`` (finished). CONSTANT_REFERENCE values go through a
-    Memory object, as the AOSP harness does. Raises NnapiError from the front end."""
-    model = Model()
-    sg = tm.main
-    memory_values = [(i, o) for i, o in enumerate(sg.operands)
-                     if o.lifetime == L.CONSTANT_REFERENCE and o.data is not None]
-    memory, offsets = None, {}
-    if memory_values:
-        blob = bytearray()
-        for i, o in memory_values:
-            blob.extend(b"\0" * (-len(blob) % 8))
-            offsets[i] = len(blob)
-            blob.extend(np.ascontiguousarray(o.data, operand_dtype(o.type)).tobytes())
-        memory = Memory.from_bytes(bytes(blob))
-    for i, o in enumerate(sg.operands):
-        model.add_operand(o.type, o.dimensions, o.scale, o.zero_point)
-        if o.channel_quant:
-            model.set_operand_symm_per_channel_quant_params(i, *o.channel_quant)
-        if o.lifetime == L.CONSTANT_COPY:
-            model.set_operand_value(i, o.data)
-        elif o.lifetime == L.CONSTANT_REFERENCE:
-            size = o.data.size * operand_dtype(o.type).itemsize
-            model.set_operand_value_from_memory(i, memory, offsets[i], size)
-        elif o.lifetime == L.NO_VALUE:
-            model.set_operand_value(i, None)
-    for op in sg.operations:
-        model.add_operation(op.type, op.inputs, op.outputs)
-    model.identify_inputs_and_outputs(sg.input_indexes, sg.output_indexes)
-    model.relax_computation_float32_to_float16(tm.is_relaxed)
-    model.finish()
-    return model
 
 
 def skip_reason(tm: TestModel, device: Device) -> tuple[str, str] | None:

@@ -33,7 +33,8 @@ from runtime.errors import HalError, NnapiError
 from runtime.hal.memory import SharedMemory
 from runtime.hal.types import DataLocation, OutputShape, Request, RequestArgument
 from runtime.hal.validate import operand_byte_size, validate_model, validate_request
-from runtime.nnapi import Compilation, Device, Execution, Memory, Model
+from runtime.nnapi import Compilation, Device, Execution
+from runtime.testing.frontend import build_model as build_frontend_model
 from runtime.testing.hal_convert import to_hal_model
 from runtime.testing.test_model import TestModel
 from runtime.types import OperandLifeTime, is_tensor_type, operand_dtype
@@ -90,38 +91,6 @@ def build_request(tm: TestModel, plan: int) -> Request:
         outs.append(RequestArgument(False, DataLocation(1, offset, size), []))
         offset += size
     return Request(ins, outs, [SharedMemory(data=bytes(blob) or b"\0"), SharedMemory(max(offset, 1))])
-
-
-def build_frontend_model(tm: TestModel) -> Model:
-    """The front-end Model of ``tm`` (finished), as ``cts.harness.build_model`` builds
-    corpus models, for any decoded model: a constant without data gets an empty value
-    (the front end must refuse it); CONSTANT_REFERENCE values come from a Memory. Raises
-    NnapiError."""
-    model = Model()
-    sg = tm.main
-    blob, offsets = bytearray(), {}
-    for i, o in enumerate(sg.operands):
-        if o.lifetime == L.CONSTANT_REFERENCE and o.data is not None:
-            blob.extend(b"\0" * (-len(blob) % ALIGN))
-            offsets[i] = len(blob)
-            blob.extend(_raw(o))
-    memory = Memory.from_bytes(bytes(blob)) if offsets else None
-    for i, o in enumerate(sg.operands):
-        model.add_operand(o.type, o.dimensions, o.scale, o.zero_point)
-        if o.channel_quant is not None:
-            model.set_operand_symm_per_channel_quant_params(i, *o.channel_quant)
-        if o.lifetime == L.CONSTANT_COPY or (o.lifetime == L.CONSTANT_REFERENCE and i not in offsets):
-            model.set_operand_value(i, b"" if o.data is None else _raw(o))
-        elif o.lifetime == L.CONSTANT_REFERENCE:
-            model.set_operand_value_from_memory(i, memory, offsets[i], len(_raw(o)))
-        elif o.lifetime == L.NO_VALUE:
-            model.set_operand_value(i, None)
-    for op in sg.operations:
-        model.add_operation(op.type, op.inputs, op.outputs)
-    model.identify_inputs_and_outputs(sg.input_indexes, sg.output_indexes)
-    model.relax_computation_float32_to_float16(tm.is_relaxed)
-    model.finish()
-    return model
 
 
 def _check_supported(result, n_ops: int) -> str | None:

@@ -222,3 +222,20 @@ def test_a_convolution_past_the_work_bound_fails_cleanly():
     with pytest.raises(NnapiError, match=r"operation 0 \(CONV_2D\): needs 597704704 multiply-adds; the "
                                          r"reference kernel computes at most 268435456"):
         _compute(build, [np.ones((1, 64, 64, 1), np.float32)], [1, 191, 191, 1])
+
+
+def test_lsh_projection_past_the_work_bound_fails_cleanly():
+    def build(m):
+        hsh = m.add_operand(OperandType.TENSOR_FLOAT32, [1024, 32])
+        m.set_operand_value(hsh, np.linspace(-1, 1, 1024 * 32, dtype=np.float32).reshape(1024, 32))
+        x = m.add_operand(OperandType.TENSOR_INT32, [4096, 4])
+        w = m.add_operand(OperandType.TENSOR_FLOAT32, [4096])
+        m.set_operand_value(w, None)
+        y = m.add_operand(OperandType.TENSOR_INT32, [1024 * 32])
+        m.add_operation(OperationType.LSH_PROJECTION, [hsh, x, w, _scalar(m, 2)], [y])
+        return [x], [y]
+    started = time.monotonic()
+    with pytest.raises(NnapiError, match=r"operation 0 \(LSH_PROJECTION\): hashes 32768 seeds over 4096 "
+                                         r"input rows .*the reference kernel hashes at most 524288"):
+        _compute(build, [np.ones((4096, 4), np.int32)], [1024 * 32], OperandType.TENSOR_INT32)
+    assert time.monotonic() - started < 5

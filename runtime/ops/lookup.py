@@ -252,6 +252,13 @@ def _lsh_prepare(ctx: OpContext):
     return [(num_hash * num_bits,) if kind == DENSE else (num_hash,)]
 
 
+#: Work bound of the reference LSH_PROJECTION (pure-Python Fingerprint64): bytes hashed,
+#: counting 16 extra per call (about 0.2 s of hashing; the CTS models need a few hundred).
+#: A hostile but valid model (hash [65536, 1], or [1024, 32] over thousands of rows) fails
+#: with GENERAL_FAILURE instead of hashing for minutes.
+MAX_LSH_WORK = 1 << 19
+
+
 def _sign_bit(seed: np.float32, rows: list[bytes], weight: list[float] | None) -> int:
     """1 if sum_i weight[i] * int64(Fingerprint64(seed bytes + row i bytes)) > 0, summed in
     double in row order (AOSP ``runningSignBit``), else 0."""
@@ -274,6 +281,10 @@ def _lsh_execute(ctx: OpContext):
     flat = np.ascontiguousarray(inp).reshape(inp.shape[0], -1) if inp.shape[0] else None
     rows = [] if flat is None else [r.tobytes() for r in flat]
     num_hash, num_bits = seeds.shape
+    work = num_hash * num_bits * sum(len(r) + 16 for r in rows)  # bytes hashed (+ per-call cost)
+    check(work <= MAX_LSH_WORK, f"hashes {num_hash * num_bits} seeds over {len(rows)} input rows "
+                                f"({work} byte-equivalents); the reference kernel hashes at most "
+                                f"{MAX_LSH_WORK}")
     bits = [[_sign_bit(seeds[i, j], rows, weight) for j in range(num_bits)]
             for i in range(num_hash)]
     if kind == DENSE:
