@@ -1075,10 +1075,10 @@ def test_cache_wrong_token_length(hal, cache, cached_model):
         _expect(_load(hal, cache, token=bad), REJECTED, f"prepare_model_from_cache with a {len(bad)}-byte token")
 
 
-def test_cache_replace_security_sensitive_cache(hal, cache, cached_model):
-    """AIDL ``CompilationCachingTest.ReplaceSecuritySensitiveCache``: a MUL chain's model
-    cache (saved under another token) copied over an ADD chain's model cache: preparing
-    the ADD chain from it gives GENERAL_FAILURE."""
+def _save_mul_chain_aside(hal, cache, cached_model):
+    """Save a MUL chain's model cache into ``<model file>_mul`` files under the current token,
+    then move the token on; returns (ADD chain test model, its HAL model, the MUL files).
+    Skips when the driver does not support the MUL chain."""
     tm, model = cached_model
     mul_tm = chain_model(OperationType.MUL, CACHE_MODEL_LENGTH, tm.main.operands[1].type)
     mul = to_hal_model(mul_tm)
@@ -1090,6 +1090,14 @@ def test_cache_replace_security_sensitive_cache(hal, cache, cached_model):
         p.touch()
     _save(hal, mul, cache, model_files=mul_files)
     cache.token[0] += 1
+    return tm, model, mul_files
+
+
+def test_cache_replace_security_sensitive_cache(hal, cache, cached_model):
+    """AIDL ``CompilationCachingTest.ReplaceSecuritySensitiveCache``: a MUL chain's model
+    cache (saved under another token) copied over an ADD chain's model cache: preparing
+    the ADD chain from it gives GENERAL_FAILURE."""
+    _, model, mul_files = _save_mul_chain_aside(hal, cache, cached_model)
     _save(hal, model, cache)
     for src, dst in zip(mul_files, cache.model):
         dst.write_bytes(src.read_bytes())
@@ -1110,17 +1118,7 @@ def test_cache_toctou(hal, cache, cached_model, stage):
     another model's cache is copied over the model cache files while the driver saves (or
     reads) them. Preparing from the cache may fail or succeed, but must not crash, and a
     success must compute the right (ADD chain) results."""
-    tm, model = cached_model
-    mul_tm = chain_model(OperationType.MUL, CACHE_MODEL_LENGTH, tm.main.operands[1].type)
-    mul = to_hal_model(mul_tm)
-    reason = _unsupported(hal, mul_tm, mul)
-    if reason:
-        _skip(*reason)
-    mul_files = [p.with_name(p.name + "_mul") for p in cache.model]
-    for p in mul_files:
-        p.touch()
-    _save(hal, mul, cache, model_files=mul_files)
-    cache.token[0] += 1
+    tm, model, mul_files = _save_mul_chain_aside(hal, cache, cached_model)
     for _ in range(TOCTOU_ITERATIONS):
         copier = threading.Thread(target=_copy_in_place, args=(mul_files, cache.model))
         if stage == "save":
