@@ -8,8 +8,9 @@ Steps (:func:`check_case`):
    :func:`runtime.hal.validate.validate_model` judges the model.
 2. HAL path on the driver: ``get_supported_operations``, ``prepare_model``, then (if
    prepared) ``execute_synchronously`` on the request (``validate_request`` judges it).
-3. Front-end path (the untweaked test model): Model (built as ``cts.harness.build_model``
-   does, but total for any decoded model), ``Compilation.create_for_devices`` for the
+3. Front-end path (the untweaked test model): Model (built by
+   :func:`runtime.testing.frontend.build_model`, as the CTS builds corpus models; total for
+   any decoded model), ``Compilation.create_for_devices`` for the
    driver only, ``Execution`` with the decoded inputs and output buffers of the planned
    sizes, ``compute``.
 
