@@ -13,6 +13,11 @@ from . import conv, pool, fully_connected  # noqa: F401
 from . import shape_ops, resize, reduce  # noqa: F401
 from . import normalization  # noqa: F401
 from . import lookup, recurrent  # noqa: F401
+from . import comparison, math_ops, cast  # noqa: F401  (FL3 element-wise)
+from . import indexing, arg_topk  # noqa: F401  (FL3 shape / selection)
+from . import transpose_conv, instance_norm  # noqa: F401  (FL3 convolution / normalization)
+from . import detection, roi  # noqa: F401  (FL3 detection)
+from . import sequence, quantized_lstm, multinomial  # noqa: F401  (FL3 recurrent / random)
 
 __all__ = ["REGISTRY", "Arg", "OperandView", "OpContext", "OperationDef", "Signature",
            "get", "implemented", "signatures_at", "operand_types_at"]

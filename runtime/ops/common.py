@@ -236,3 +236,52 @@ def int_vector(ctx, index: int, name: str, length: int | None = None) -> list[in
     check(length is None or v.shape[0] == length,
           f"input {index} ({name}) must hold {length} values, got {v.shape[0]}")
     return [int(x) for x in v]
+
+
+# --- feature level 3 shared pieces: layouts, axes, float16 --------------------------------
+#
+# TENSOR_FLOAT16 policy (every kernel): read with :func:`to_float` (float64, exact for
+# float16 values), compute, store with :func:`from_float`, whose cast to float16 rounds to
+# nearest even and overflows to +-inf as float16 arithmetic would. A kernel whose result
+# depends on the working precision (long accumulations, exp/log chains) keeps float64 until
+# the single final cast, so its float16 result is the correctly rounded one and meets the
+# fp16 criteria (atol = rtol = 5 * 2^-10); it never rounds intermediates to float16.
+
+def layout_flag(ctx, index: int) -> bool:
+    """Value of the optional BOOL ``layout`` input ``index`` (NNAPI FL3: false = NHWC,
+    true = NCHW); False when the operation has no such input or it is omitted."""
+    if index >= len(ctx.inputs) or ctx.inputs[index].omitted or ctx.inputs[index].value is None:
+        return False
+    return bool(ctx.scalar(index))
+
+
+def nhwc_dims(dims, nchw: bool) -> tuple[int, ...]:
+    """4-D ``dims`` given in the operand's layout, as (batches, height, width, channels)."""
+    dims = tuple(dims)
+    return (dims[0], dims[2], dims[3], dims[1]) if nchw else dims
+
+
+def layout_dims(nhwc: tuple[int, ...], nchw: bool) -> tuple[int, ...]:
+    """(batches, height, width, channels) ``nhwc`` in the operand's layout."""
+    n, h, w, c = nhwc
+    return (n, c, h, w) if nchw else (n, h, w, c)
+
+
+def to_nhwc(x: np.ndarray, nchw: bool) -> np.ndarray:
+    """A 4-D array in the operand's layout as NHWC (a view for NCHW)."""
+    return x.transpose(0, 2, 3, 1) if nchw else x
+
+
+def from_nhwc(x: np.ndarray, nchw: bool) -> np.ndarray:
+    """A 4-D NHWC array in the operand's layout (NCHW: transposed, contiguous)."""
+    return np.ascontiguousarray(x.transpose(0, 3, 1, 2)) if nchw else x
+
+
+def read_axis(ctx, index: int, rank: int, name: str = "axis") -> int:
+    """The INT32 scalar input ``index`` as an axis of a rank-``rank`` tensor, negative
+    values counting from the end (NNAPI FL3 axis parameters: range [-rank, rank)).
+    Returns the axis in [0, rank); raises OperationError naming the input otherwise."""
+    axis = ctx.scalar(index)
+    check(-rank <= axis < rank,
+          f"input {index} ({name}) value {axis} is out of range [{-rank}, {rank})")
+    return axis % rank

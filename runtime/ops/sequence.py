@@ -1,0 +1,1 @@
+"""Placeholder: operations of feature level 3 land here (issue 7)."""
