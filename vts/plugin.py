@@ -4,15 +4,22 @@ parametrization of ``vts_model_case`` (vts/test_model_validation.py) and
 ``vts_request_case`` (vts/test_request_validation.py), their outcome-record tags and a
 per-kind summary at the end of the run.
 
-Items: one per (corpus model, mutation kind), id ``<version>/<spec>/<name>@<kind>``, for the
-corpus models the driver under test accepts unmutated: collection asks the driver's HAL
-``get_supported_operations`` about each model (``expect_failure`` models are never used);
-a model it rejects (or crashes on) is one skipped item ``<version>/<spec>/<name>@unmutated``
-of the model validation test, so the skip is recorded. A kind gets an item only for the
-models it applies to (some place to mutate, see :meth:`vts.mutations.MutationKind.sites`).
+Items: one per corpus model and test (model validation, request validation), id
+``<version>/<spec>/<name>``, for the corpus models the driver under test accepts unmutated:
+collection asks the driver's HAL ``get_supported_operations`` about each model
+(``expect_failure`` models are never used); a model it rejects (or crashes on) is one
+skipped item of the model validation test, so the skip is recorded. An item runs every
+selected mutation kind that applies to its model (some place to mutate, see
+:meth:`vts.mutations.MutationKind.sites`), every mutant of each (up to
+``--vts-max-mutants``), and fails naming each mutant the driver mishandled. One item per
+model, not per (model, kind) or per mutant, keeps a whole-corpus run bounded by the
+driver's work rather than by pytest's per-item bookkeeping (about 5,000 items instead of
+120,000 for the FL1-3 corpus).
 
 Each item's ``user_properties`` hold ``("operations", [...])``, ``("feature_level", n)``,
-``("mode", kind)`` and ``("suite", "vts")`` (outcome records, :mod:`nncts.pytest_plugin`).
+``("mode", "model_validation" | "request_validation")``, ``("suite", "vts")`` (outcome
+records, :mod:`nncts.pytest_plugin`) and ``("kinds", {kind: [mutants, mishandled]})``, from
+which the per-kind summary is drawn.
 Shared options (``--driver``, ``--corpus``, ``--wait-limit``), the device fixture and the
 records come from :mod:`nncts.pytest_plugin`.
 """
@@ -31,8 +38,8 @@ pytest_plugins = ["nncts.pytest_plugin"]
 DEFAULT_MAX_MUTANTS = 32
 #: Every kind must reach this many corpus models on the default corpus and driver.
 MIN_MODELS_PER_KIND = 100
-#: The ``mode`` of a model the driver rejects unmutated.
-UNMUTATED = "unmutated"
+#: The ``mode`` of the items of each validation test.
+MODEL_MODE, REQUEST_MODE = "model_validation", "request_validation"
 
 
 def pytest_addoption(parser):
@@ -47,16 +54,16 @@ def pytest_addoption(parser):
 
 @dataclass(frozen=True)
 class VtsCase:
-    """One VTS validation item: a corpus test model and a mutation kind (``kind`` is
-    ``"unmutated"`` with ``rejected`` set when the driver rejects the model itself)."""
+    """One VTS validation item: a corpus test model and the mutation kinds to apply to it
+    (none, with ``rejected`` set, when the driver rejects the model itself)."""
 
     tm: object = field(repr=False)
-    kind: str
+    kinds: tuple[str, ...]
     rejected: str = ""
 
     @property
     def id(self) -> str:
-        return f"{self.tm.test_id}@{self.kind}"
+        return self.tm.test_id
 
 
 @dataclass
@@ -143,14 +150,13 @@ def pytest_generate_tests(metafunc):
         coll = vts_collection(metafunc.config)
         params = []
         for tm, kinds in coll.accepted:
-            marks = model_marks(tm)
-            for name in kinds:
-                if (KINDS[name].target == "request") == (target == "request"):
-                    case = VtsCase(tm, name)
-                    params.append(pytest.param(case, id=case.id, marks=marks))
+            mine = tuple(k for k in kinds if (KINDS[k].target == "request") == (target == "request"))
+            if mine:
+                case = VtsCase(tm, mine)
+                params.append(pytest.param(case, id=case.id, marks=model_marks(tm)))
         if target == "model":
             for tm, reason in coll.rejected.values():
-                case = VtsCase(tm, UNMUTATED, reason)
+                case = VtsCase(tm, (), reason)
                 params.append(pytest.param(case, id=case.id, marks=model_marks(tm)))
         metafunc.parametrize(argname, params)
 
@@ -163,9 +169,10 @@ def pytest_runtest_setup(item):
         return
     case = spec.params.get("vts_model_case") or spec.params.get("vts_request_case")
     if isinstance(case, VtsCase):
+        mode = MODEL_MODE if "vts_model_case" in spec.params else REQUEST_MODE
         item.user_properties.append(("operations", [t.name for t in case.tm.operation_types]))
         item.user_properties.append(("feature_level", case.tm.feature_level))
-        item.user_properties.append(("mode", case.kind))
+        item.user_properties.append(("mode", mode))
         item.user_properties.append(("suite", "vts"))
         if case.rejected:
             item.user_properties.append(("skip_kind", "driver_rejects_model"))
@@ -181,23 +188,34 @@ def pytest_configure(config):
     selected_kinds(config)  # an unknown --vts-kind is a usage error up front
 
 
+def record_kinds(node, tally: dict) -> None:
+    """Attach ``{kind: [mutants, mishandled]}`` of one item to its reports (the per-kind
+    summary and tests read it)."""
+    node.user_properties.append(("kinds", {k: list(v) for k, v in tally.items()}))
+
+
 def pytest_runtest_logreport(report):
     props = dict(report.user_properties)
-    if props.get("suite") != "vts" or "mode" not in props:
+    if props.get("suite") != "vts" or props.get("mode") not in (MODEL_MODE, REQUEST_MODE):
         return
     if not (report.when == "call" or (report.when == "setup" and not report.passed)):
         return
-    from vts.mutations import KINDS
-    if props["mode"] not in KINDS and props["mode"] != UNMUTATED:
-        return  # another VTS test's item
-    outcome = "passed" if report.passed else "skipped" if report.skipped else "failed"
-    _TALLY.setdefault(props["mode"], collections.Counter())[outcome] += 1
+    if report.skipped:
+        _TALLY.setdefault("(model rejected or not prepared)", collections.Counter())["models"] += 1
+        return
+    for kind, (mutants, bad) in props.get("kinds", {}).items():
+        c = _TALLY.setdefault(kind, collections.Counter())
+        c["models"] += 1
+        c["mutants"] += mutants
+        c["mishandled"] += bad
+        c["failed models"] += bool(bad)
 
 
 def pytest_terminal_summary(terminalreporter, config):
     if not _TALLY:
         return
-    terminalreporter.section("vts validation: corpus models per mutation kind")
-    terminalreporter.write_line(f"{'kind':32s} {'passed':>7s} {'failed':>7s} {'skipped':>8s}")
+    terminalreporter.section("vts validation: per mutation kind")
+    cols = ("models", "mutants", "mishandled", "failed models")
+    terminalreporter.write_line(f"{'kind':34s}" + "".join(f"{c:>15s}" for c in cols))
     for kind, c in sorted(_TALLY.items()):
-        terminalreporter.write_line(f"{kind:32s} {c['passed']:7d} {c['failed']:7d} {c['skipped']:8d}")
+        terminalreporter.write_line(f"{kind:34s}" + "".join(f"{c[k]:15d}" for k in cols))

@@ -2,7 +2,8 @@
 must be rejected by the driver, through its HAL only, with ``INVALID_ARGUMENT``:
 ``IDevice.get_supported_operations`` and ``IDevice.prepare_model`` for the model kinds,
 ``prepare_model`` alone for an invalid execution preference or priority. One item per
-(model, mutation kind), see :mod:`vts.plugin`; the kinds are in :mod:`vts.mutations`.
+model running every applicable mutation kind, see :mod:`vts.plugin`; the kinds are in
+:mod:`vts.mutations`.
 
 Any other outcome fails the item, naming the mutant: the call succeeding, another error
 status, or an exception other than HalError (a driver crash).
@@ -15,22 +16,10 @@ from runtime.errors import HalError
 from runtime.testing.hal_convert import to_hal_model
 from runtime.types import ErrorStatus
 from vts.mutations import MODEL_KINDS, ModelMutant, clone_model
-from vts.plugin import MIN_MODELS_PER_KIND, max_mutants, vts_collection
+from vts.plugin import MIN_MODELS_PER_KIND, max_mutants, record_kinds, vts_collection
 
 #: Failures quoted in a failing item's message (the count says how many there were).
 MAX_REPORTED = 8
-
-
-_MODELS: dict = {}
-
-
-def _hal_model(tm):
-    """The HAL model of ``tm``, built once per process (items of one model run together)."""
-    model = _MODELS.get(tm.test_id)
-    if model is None:
-        _MODELS.clear()  # keep one: items of a model are consecutive
-        model = _MODELS[tm.test_id] = to_hal_model(tm)
-    return model
 
 
 def expect_invalid_argument(call, what: str) -> str | None:
@@ -65,18 +54,22 @@ def check_model_mutant(hal, mutant: ModelMutant, supported_operations_too: bool)
 
 
 def test_model_validation(vts_model_case, nncts_device, request):
-    """Apply every mutant of one kind to one corpus model (at most ``--vts-max-mutants``)
-    and expect the driver to reject each with INVALID_ARGUMENT."""
+    """Apply every mutant of every applicable kind to one corpus model (at most
+    ``--vts-max-mutants`` per kind) and expect the driver to reject each with
+    INVALID_ARGUMENT; the failure lists the mishandled mutants (``kind: where``)."""
     case = vts_model_case
     if case.rejected:
         pytest.skip(case.rejected)
-    kind = MODEL_KINDS[case.kind]
-    hal = nncts_device.hal
-    problems, n = [], 0
-    for mutant in kind(_hal_model(case.tm), max_mutants(request.config)):
-        n += 1
-        problems += check_model_mutant(hal, mutant, kind.checks_supported_operations)
-    request.node.user_properties.append(("mutants", n))
+    hal, model, cap = nncts_device.hal, to_hal_model(case.tm), max_mutants(request.config)
+    problems, n, tally = [], 0, {}
+    for name in case.kinds:
+        kind, before, count = MODEL_KINDS[name], len(problems), 0
+        for mutant in kind(model, cap):
+            count += 1
+            problems += check_model_mutant(hal, mutant, kind.checks_supported_operations)
+        tally[name] = (count, len(problems) - before)
+        n += count
+    record_kinds(request.node, tally)
     if problems:
         shown = "\n  ".join(problems[:MAX_REPORTED])
         more = f"\n  ... and {len(problems) - MAX_REPORTED} more" if len(problems) > MAX_REPORTED else ""

@@ -26,7 +26,7 @@ from runtime.hal.sync import ExecutionCallback
 from runtime.testing.hal_convert import to_hal_model, to_hal_request
 from runtime.types import ErrorStatus, MeasureTiming
 from vts.mutations import REQUEST_KINDS, clone_request
-from vts.plugin import max_mutants
+from vts.plugin import max_mutants, record_kinds
 
 MAX_REPORTED = 8
 INVALID = ErrorStatus.INVALID_ARGUMENT
@@ -127,8 +127,8 @@ def check_request_mutant(prepared, description: str, request, wait_limit: float)
 
 
 def test_request_validation(vts_request_case, nncts_device, request):
-    """Prepare one corpus model, then run every mutant of its request (one kind) on every
-    execution path; each must be rejected with INVALID_ARGUMENT."""
+    """Prepare one corpus model, then run every mutant of its request (every applicable
+    request kind) on every execution path; each must be rejected with INVALID_ARGUMENT."""
     case = vts_request_case
     hal = nncts_device.hal
     try:
@@ -140,11 +140,15 @@ def test_request_validation(vts_request_case, nncts_device, request):
         pytest.fail(f"{case.id}: driver crashed preparing the unmutated model: {type(e).__name__}: {e}",
                     pytrace=False)
     wait_limit = request.config.getoption("wait_limit")
-    problems, n = [], 0
-    for description, mutated in REQUEST_KINDS[case.kind](to_hal_request(case.tm), max_mutants(request.config)):
-        n += 1
-        problems += check_request_mutant(prepared, description, mutated, wait_limit)
-    request.node.user_properties.append(("mutants", n))
+    problems, n, tally = [], 0, {}
+    for name in case.kinds:
+        before, count = len(problems), 0
+        for description, mutated in REQUEST_KINDS[name](to_hal_request(case.tm), max_mutants(request.config)):
+            count += 1
+            problems += check_request_mutant(prepared, description, mutated, wait_limit)
+        tally[name] = (count, len(problems) - before)
+        n += count
+    record_kinds(request.node, tally)
     if problems:
         shown = "\n  ".join(problems[:MAX_REPORTED])
         more = f"\n  ... and {len(problems) - MAX_REPORTED} more" if len(problems) > MAX_REPORTED else ""
