@@ -1,12 +1,55 @@
-"""Recurrent cells of feature level 1: RNN, SVDF and LSTM (one time step each, with the
-state passed in and out explicitly). TENSOR_FLOAT32 only at FL1-2 (TENSOR_FLOAT16 and the
-LSTM layer-normalization inputs 23-26 are FL3).
+"""Recurrent cells: RNN (NNAPI code 24), SVDF (27) and LSTM (16), one time step each with
+the state passed in and out explicitly, and the cell code the sequence operations of
+:mod:`.sequence` (UNIDIRECTIONAL/BIDIRECTIONAL_SEQUENCE_RNN/LSTM) run once per time step.
 
-Semantics: NNAPI ``NeuralNetworksTypes.h`` / ``types.spec`` of each operation, and the
-AOSP reference CPU implementation (``RNN.cpp``, ``SVDF.cpp``, ``LSTM.cpp``) where the spec
-leaves a detail open (noted per rule). Math runs in float64 and is stored as float32.
+Forms (operand types of every tensor; scalars INT32 unless said):
+
+- RNN: FL1 TENSOR_FLOAT32, FL3 TENSOR_FLOAT16. input [batch, input_size], weights
+  [num_units, input_size], recurrent_weights [num_units, num_units], bias [num_units],
+  hidden_state_in [batch, num_units], activation (FuseCode) -> hidden_state_out, output:
+  both [batch, num_units].
+- SVDF: FL1 TENSOR_FLOAT32, FL3 TENSOR_FLOAT16. input [batch, input_size],
+  weights_feature [num_filters, input_size], weights_time [num_filters, memory_size],
+  bias [num_units] (optional), state_in [batch, memory_size * num_filters], rank,
+  activation -> state_out, output [batch, num_units]; num_filters = num_units * rank.
+- LSTM: FL1 TENSOR_FLOAT32 with 23 inputs (clips FLOAT32); FL3 TENSOR_FLOAT16 with 23
+  inputs (clips FLOAT16) and the layer-normalization form of either type with 27 inputs
+  (inputs 23-26: input/forget/cell/output layer-norm weights [num_units], optional).
+  Shapes: see :func:`check_lstm_cell`. Outputs scratch_buffer [batch, 3 or 4 * num_units],
+  output_state_out [batch, output_size], cell_state_out [batch, num_units], output
+  [batch, output_size].
+
+Errors (OperationError, each naming the input index and the rule): shape mismatches,
+activation not a FuseCode (RNN, SVDF) or not one of LSTM's 0, 1, 3, 4, 6, SVDF rank <= 0
+or not dividing num_filters, LSTM clips < 0, a required LSTM tensor omitted, and the LSTM
+optional-input combinations (CIFG, peephole, projection, layer normalization, auxiliary
+input weights) of :func:`check_lstm_cell`.
+
+Sources: NNAPI ``NeuralNetworksTypes.h`` / ``types.spec`` (RNN, SVDF, LSTM, FL1 and FL3
+texts) and the AOSP CPU kernels ``RNN.cpp``, ``SVDF.cpp``, ``LSTM.cpp`` (``LSTMCell::
+CheckInputTensorDimensions`` and ``LSTMStep``) for what the spec leaves open:
+
+- SVDF's state size follows AOSP and the CTS (memory_size * num_filters); the spec text's
+  ``(memory_size - 1) * num_units * rank`` matches neither.
+- LSTM peephole: as in AOSP, cell_to_input_weights may be given with CIFG (then unused);
+  without CIFG it is required with the other two peephole weights.
+- LSTM layer normalization (AOSP ``LSTMStep``; "used" when the output layer-norm weights
+  are present): each gate's pre-activation (input, recurrent, auxiliary and peephole
+  terms, no bias) is normalized per batch row to zero mean and unit variance
+  (``(z - mean) / sqrt(var + 1e-8)``, tflite ``MeanStddevNormalization``), multiplied by
+  the gate's layer-norm weights, and then the gate bias is added. With CIFG the input
+  layer-norm weights must be omitted and the other three given together; otherwise all
+  four or none.
+- Without projection weights output_size must equal num_units (the spec's "output_size
+  corresponds to num_units or the projection's first dimension"); AOSP does not check it.
+
+Precision: every kernel computes in float64 from the operand values and rounds once into
+the output type (TENSOR_FLOAT16 policy of :mod:`.common`); the sequence operations keep
+the state in float64 between time steps.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -15,92 +58,128 @@ from .base import OpContext, OperandView, OperationDef, check, register, scalar,
 from .common import apply_activation, check_fuse_code, from_float
 
 T = OperandType
-F32 = T.TENSOR_FLOAT32
+F32, F16 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16
+#: (feature level, tensor type, float scalar type) of the float forms of recurrent ops.
+FLOAT_FORMS = ((1, F32, T.FLOAT32), (3, F16, T.FLOAT16))
 
 
-def _shape(op: OperandView, name: str, *dims: int) -> None:
-    """OperationError unless ``op`` has exactly shape ``dims``."""
-    check(tuple(op.dims) == dims, f"{name} must have shape {list(dims)}, has {list(op.dims)}")
+def label(i: int, name: str) -> str:
+    """How error messages name operation input ``i``: ``input 3 (bias)``."""
+    return f"input {i} ({name})"
 
 
-def _rank(op: OperandView, name: str, rank: int) -> tuple[int, ...]:
-    check(op.rank == rank, f"{name} must have rank {rank}, has shape {list(op.dims)}")
+def check_shape(op: OperandView, what: str, *dims: int) -> None:
+    """OperationError unless ``op`` has exactly shape ``dims``; ``what`` names the input."""
+    check(tuple(op.dims) == dims, f"{what} must have shape {list(dims)}, has {list(op.dims)}")
+
+
+def check_rank(op: OperandView, what: str, rank: int) -> tuple[int, ...]:
+    """The dims of ``op``; OperationError unless it has rank ``rank``."""
+    check(op.rank == rank, f"{what} must have rank {rank}, has shape {list(op.dims)}")
     return tuple(op.dims)
 
 
-def _f64(ctx: OpContext, i: int) -> np.ndarray | None:
+def f64(ctx: OpContext, i: int) -> np.ndarray | None:
     """Input ``i`` as float64, or None when omitted."""
     return None if ctx.inputs[i].omitted else np.asarray(ctx.value(i), np.float64)
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """Logistic function 1 / (1 + exp(-x)), float64 (exp overflow gives 0, as it should;
+    the executor runs kernels with floating-point warnings off)."""
     return 1.0 / (1.0 + np.exp(-x))
+
+
+def check_const_scalar(ctx: OpContext, i: int, ok, rule: str) -> None:
+    """Model-time rule on scalar input ``i`` when it is a constant: OperationError naming
+    the input and ``rule`` unless ``ok(value)``."""
+    if ctx.has_value(i):
+        v = ctx.scalar(i)
+        check(ok(v), f"input {i} value {v} {rule}")
 
 
 # --- RNN ---------------------------------------------------------------------------------
 
+def rnn_step(x: np.ndarray, h: np.ndarray, w: np.ndarray, r: np.ndarray, b: np.ndarray,
+             activation: int, aux_x: np.ndarray | None = None,
+             aux_w: np.ndarray | None = None) -> np.ndarray:
+    """One basic RNN step on float64 arrays: ``activation(x W^T + h R^T + b [+ aux_x
+    A^T])``; x [batch, input_size], h [batch, units], w [units, input_size], r [units,
+    units], b [units], aux_x [batch, aux_size], aux_w [units, aux_size]. Returns the new
+    hidden state [batch, units]."""
+    z = x @ w.T + h @ r.T + b
+    if aux_x is not None:
+        z = z + aux_x @ aux_w.T
+    return apply_activation(z, activation)
+
+
+def check_rnn_cell(ctx: OpContext, w: int, r: int, b: int, h: int, batch: int,
+                   input_size: int) -> int:
+    """Shape rules of one RNN cell whose weights, recurrent weights, bias and hidden state
+    are inputs ``w``, ``r``, ``b``, ``h``: weights [units, input_size], recurrent
+    [units, units], bias [units], hidden state [batch, units]. Returns units."""
+    ins = ctx.inputs
+    units = check_rank(ins[w], label(w, "weights"), 2)[0]
+    check_shape(ins[w], label(w, "weights"), units, input_size)
+    check_shape(ins[r], label(r, "recurrent_weights"), units, units)
+    check_shape(ins[b], label(b, "bias"), units)
+    check_shape(ins[h], label(h, "hidden_state"), batch, units)
+    return units
+
+
 def _rnn_prepare(ctx: OpContext):
-    """input [batch, input_size], weights [num_units, input_size], recurrent_weights
-    [num_units, num_units], bias [num_units], hidden_state_in [batch, num_units],
-    activation (FuseCode) -> hidden_state_out, output: both [batch, num_units].
-    Errors: any shape mismatch, activation not a FuseCode (spec RNN, FL1)."""
-    x, w, r, b, h = ctx.inputs[:5]
+    """Output shapes [batch, units] twice. Errors: shape mismatch (spec RNN), activation
+    not a FuseCode."""
     check_fuse_code(ctx.scalar(5))
-    batch, input_size = _rank(x, "input", 2)
-    units = _rank(w, "weights", 2)[0]
-    _shape(w, "weights", units, input_size)
-    _shape(r, "recurrent_weights", units, units)
-    _shape(b, "bias", units)
-    _shape(h, "hidden_state_in", batch, units)
+    batch, input_size = check_rank(ctx.inputs[0], label(0, "input"), 2)
+    units = check_rnn_cell(ctx, 1, 2, 3, 4, batch, input_size)
     return [(batch, units), (batch, units)]
 
 
 def _rnn_execute(ctx: OpContext):
-    """output = hidden_state_out = activation(input @ weights^T + hidden_state_in @
-    recurrent_weights^T + bias) (RELU1 clamps to [-1, 1])."""
-    x, w, r, b, h = (_f64(ctx, i) for i in range(5))
-    out = apply_activation(x @ w.T + h @ r.T + b, ctx.scalar(5))
+    """output = hidden_state_out = activation(input W^T + hidden_state_in R^T + bias)."""
+    x, w, r, b, h = (f64(ctx, i) for i in range(5))
+    out = rnn_step(x, h, w, r, b, ctx.scalar(5))
     return [from_float(ctx.outputs[0], out), from_float(ctx.outputs[1], out)]
+
+
+def _rnn_validate(ctx: OpContext) -> None:
+    """Model-time rule: a constant activation is a FuseCode."""
+    check_const_scalar(ctx, 5, lambda v: 0 <= v <= 3, "is not a FuseCode (0-3)")
 
 
 register(OperationDef(
     OperationType.RNN,
-    (sig(1, [tensor("input", F32, (2,)), tensor("weights", F32, (2,)),
-             tensor("recurrent_weights", F32, (2,)), tensor("bias", F32, (1,)),
-             tensor("hidden_state_in", F32, (2,)), scalar("activation", T.INT32)],
-         [tensor("hidden_state_out", F32, (2,)), tensor("output", F32, (2,))]),),
-    _rnn_prepare, _rnn_execute,
+    tuple(sig(level, [tensor("input", t, (2,)), tensor("weights", t, (2,)),
+                      tensor("recurrent_weights", t, (2,)), tensor("bias", t, (1,)),
+                      tensor("hidden_state_in", t, (2,)), scalar("activation", T.INT32)],
+              [tensor("hidden_state_out", t, (2,)), tensor("output", t, (2,))])
+          for level, t, _ in FLOAT_FORMS),
+    _rnn_prepare, _rnn_execute, validate=_rnn_validate,
     summary="h = activation(x W^T + h R^T + b), one basic RNN step"))
 
 
 # --- SVDF --------------------------------------------------------------------------------
 
 def _svdf_prepare(ctx: OpContext):
-    """input [batch, input_size], weights_feature [num_filters, input_size], weights_time
-    [num_filters, memory_size], bias [num_units] (optional), state_in
-    [batch, memory_size * num_filters], rank, activation (FuseCode) -> state_out
-    [batch, memory_size * num_filters], output [batch, num_units], where num_filters =
-    num_units * rank.
-
-    The state size follows AOSP ``SVDF.cpp`` and the CTS (memory_size * num_filters); the
-    spec text's ``(memory_size - 1) * num_units * rank`` does not match them.
-    Errors: rank <= 0 or not dividing num_filters, memory_size < 1, any shape mismatch,
-    activation not a FuseCode (spec SVDF, FL1)."""
+    """Output shapes state_out [batch, memory_size * num_filters], output
+    [batch, num_units]. Errors: rank <= 0 or not dividing num_filters, memory_size < 1,
+    any shape mismatch, activation not a FuseCode (spec SVDF)."""
     x, wf, wt, bias, state = ctx.inputs[:5]
     rank = ctx.scalar(5)
     check_fuse_code(ctx.scalar(6))
-    batch, input_size = _rank(x, "input", 2)
-    filters = _rank(wf, "weights_feature", 2)[0]
-    _shape(wf, "weights_feature", filters, input_size)
+    batch, input_size = check_rank(x, label(0, "input"), 2)
+    filters = check_rank(wf, label(1, "weights_feature"), 2)[0]
+    check_shape(wf, label(1, "weights_feature"), filters, input_size)
     check(rank > 0 and filters % rank == 0,
-          f"rank {rank} must be > 0 and divide weights_feature.dims[0] = {filters}")
-    memory = _rank(wt, "weights_time", 2)[1]
-    check(memory >= 1, "weights_time.dims[1] (memory_size) must be >= 1")
-    _shape(wt, "weights_time", filters, memory)
+          f"input 5 (rank) value {rank} must be > 0 and divide weights_feature.dims[0] = {filters}")
+    memory = check_rank(wt, label(2, "weights_time"), 2)[1]
+    check(memory >= 1, "input 2 (weights_time) dims[1] (memory_size) must be >= 1")
+    check_shape(wt, label(2, "weights_time"), filters, memory)
     units = filters // rank
     if not bias.omitted:
-        _shape(bias, "bias", units)
-    _shape(state, "state_in", batch, memory * filters)
+        check_shape(bias, label(3, "bias"), units)
+    check_shape(state, label(4, "state_in"), batch, memory * filters)
     return [(batch, memory * filters), (batch, units)]
 
 
@@ -109,7 +188,7 @@ def _svdf_execute(ctx: OpContext):
     input . weights_feature[f]; output[u] = activation(bias[u] + sum over the rank filters
     f of unit u of memory . weights_time[f]); state_out[f] = memory shifted one step toward
     the oldest entry, newest entry 0 (AOSP ``SVDF::EvalFloat32``)."""
-    x, wf, wt, bias, state = (_f64(ctx, i) for i in range(5))
+    x, wf, wt, bias, state = (f64(ctx, i) for i in range(5))
     rank = ctx.scalar(5)
     batch, (filters, memory) = x.shape[0], wt.shape
     mem = state.reshape(batch, filters, memory).copy()
@@ -123,144 +202,323 @@ def _svdf_execute(ctx: OpContext):
             from_float(ctx.outputs[1], out)]
 
 
+def _svdf_validate(ctx: OpContext) -> None:
+    """Model-time rules: a constant rank is > 0, a constant activation a FuseCode."""
+    check_const_scalar(ctx, 5, lambda v: v > 0, "(rank) must be > 0")
+    check_const_scalar(ctx, 6, lambda v: 0 <= v <= 3, "is not a FuseCode (0-3)")
+
+
 register(OperationDef(
     OperationType.SVDF,
-    (sig(1, [tensor("input", F32, (2,)), tensor("weights_feature", F32, (2,)),
-             tensor("weights_time", F32, (2,)), tensor("bias", F32, (1,), optional=True),
-             tensor("state_in", F32, (2,)), scalar("rank", T.INT32),
-             scalar("activation", T.INT32)],
-         [tensor("state_out", F32, (2,)), tensor("output", F32, (2,))]),),
-    _svdf_prepare, _svdf_execute,
+    tuple(sig(level, [tensor("input", t, (2,)), tensor("weights_feature", t, (2,)),
+                      tensor("weights_time", t, (2,)), tensor("bias", t, (1,), optional=True),
+                      tensor("state_in", t, (2,)), scalar("rank", T.INT32),
+                      scalar("activation", T.INT32)],
+              [tensor("state_out", t, (2,)), tensor("output", t, (2,))])
+          for level, t, _ in FLOAT_FORMS),
+    _svdf_prepare, _svdf_execute, validate=_svdf_validate,
     summary="singular value decomposition filter: feature filter, memory, time filter"))
 
 
-# --- LSTM --------------------------------------------------------------------------------
+# --- the LSTM cell (shared with the sequence operations) -------------------------------
 
-(INPUT, W_XI, W_XF, W_XC, W_XO, W_HI, W_HF, W_HC, W_HO, W_CI, W_CF, W_CO, B_I, B_F, B_C, B_O,
- W_PROJ, B_PROJ, H_IN, C_IN, ACTIVATION, CELL_CLIP, PROJ_CLIP) = range(23)
-
-_LSTM_NAMES = ("input", "input_to_input_weights", "input_to_forget_weights",
-               "input_to_cell_weights", "input_to_output_weights", "recurrent_to_input_weights",
-               "recurrent_to_forget_weights", "recurrent_to_cell_weights",
-               "recurrent_to_output_weights", "cell_to_input_weights", "cell_to_forget_weights",
-               "cell_to_output_weights", "input_gate_bias", "forget_gate_bias", "cell_bias",
-               "output_gate_bias", "projection_weights", "projection_bias", "output_state_in",
-               "cell_state_in")
-_LSTM_OPTIONAL = {W_XI, W_HI, W_CI, W_CF, W_CO, B_I, W_PROJ, B_PROJ}
-
-#: LSTM's activation g: 0 none, 1 relu, 3 relu6, 4 tanh, 6 sigmoid (spec LSTM input 20).
-_LSTM_ACTIVATIONS = {
+#: Keys of an LSTM cell's tensors, in the order of LSTM inputs 1-17.
+CELL_KEYS = ("xi", "xf", "xc", "xo", "hi", "hf", "hc", "ho", "ci", "cf", "co",
+             "bi", "bf", "bc", "bo", "proj", "proj_b")
+CELL_NAMES = ("input_to_input_weights", "input_to_forget_weights", "input_to_cell_weights",
+              "input_to_output_weights", "recurrent_to_input_weights",
+              "recurrent_to_forget_weights", "recurrent_to_cell_weights",
+              "recurrent_to_output_weights", "cell_to_input_weights", "cell_to_forget_weights",
+              "cell_to_output_weights", "input_gate_bias", "forget_gate_bias", "cell_bias",
+              "output_gate_bias", "projection_weights", "projection_bias")
+#: Optional tensors of a cell (spec: CIFG, peephole and projection tensors).
+CELL_OPTIONAL = frozenset({"xi", "hi", "ci", "cf", "co", "bi", "proj", "proj_b"})
+LN_KEYS = ("ln_i", "ln_f", "ln_c", "ln_o")
+LN_NAMES = ("input_layer_norm_weights", "forget_layer_norm_weights",
+            "cell_layer_norm_weights", "output_layer_norm_weights")
+AUX_KEYS = ("ai", "af", "ac", "ao")
+AUX_NAMES = ("aux_input_to_input_weights", "aux_input_to_forget_weights",
+             "aux_input_to_cell_weights", "aux_input_to_output_weights")
+#: LSTM's activation g (spec: 0 none, 1 relu, 3 relu6, 4 tanh, 6 sigmoid).
+LSTM_ACTIVATIONS = {
     0: lambda v: v,
     1: lambda v: np.maximum(v, 0.0),
     3: lambda v: np.clip(v, 0.0, 6.0),
     4: np.tanh,
-    6: _sigmoid,
+    6: sigmoid,
 }
+LAYER_NORM_EPSILON = 1e-8
+
+
+def cell_tensor_args(t: OperandType, prefix: str = "") -> list:
+    """Signature slots of a cell's 17 tensors (LSTM inputs 1-17 order) of type ``t``."""
+    return [tensor(prefix + n, t, (1,) if k[0] in "cb" or k == "proj_b" else (2,),
+                   optional=k in CELL_OPTIONAL) for k, n in zip(CELL_KEYS, CELL_NAMES)]
+
+
+@dataclass(frozen=True)
+class LstmSlots:
+    """Where one LSTM cell's operands are among an operation's inputs: ``weights`` the 17
+    tensors in LSTM inputs 1-17 order, ``h_in`` / ``c_in`` the output and cell state,
+    ``layer_norm`` the 4 layer-norm weights and ``aux`` the 4 auxiliary-input weights
+    (input, forget, cell, output) when the operation has them; ``prefix`` ("fw_", "bw_")
+    names the cell in messages."""
+
+    weights: tuple[int, ...]
+    h_in: int
+    c_in: int
+    layer_norm: tuple[int, ...] | None = None
+    aux: tuple[int, ...] | None = None
+    prefix: str = ""
+
+    def indexes(self) -> dict[str, tuple[int, str]]:
+        """key -> (input index, name) for every tensor slot of the cell."""
+        out = {k: (i, n) for k, i, n in zip(CELL_KEYS, self.weights, CELL_NAMES)}
+        if self.layer_norm:
+            out.update({k: (i, n) for k, i, n in zip(LN_KEYS, self.layer_norm, LN_NAMES)})
+        if self.aux:
+            out.update({k: (i, n) for k, i, n in zip(AUX_KEYS, self.aux, AUX_NAMES)})
+        out["h_in"] = (self.h_in, "output_state_in")
+        out["c_in"] = (self.c_in, "cell_state_in")
+        return {k: (i, self.prefix + n) for k, (i, n) in out.items()}
+
+
+@dataclass(frozen=True)
+class LstmDims:
+    """Sizes and variants of one checked LSTM cell."""
+
+    n_cell: int
+    n_output: int
+    cifg: bool
+    peephole: bool
+    layer_norm: bool
+    projection: bool
+    aux: bool
+
+
+def check_lstm_cell(ctx: OpContext, slots: LstmSlots, batch: int, n_input: int,
+                    n_aux_input: int | None = None) -> LstmDims:
+    """Check one LSTM cell's tensors (spec LSTM / *_SEQUENCE_LSTM; AOSP
+    ``LSTMCell::CheckInputTensorDimensions``) for inputs of ``batch`` rows of ``n_input``
+    values (and an auxiliary input of ``n_aux_input`` values when given).
+
+    Shapes: input_to_* [n_cell, n_input]; recurrent_to_* [n_cell, n_output]; cell_to_*,
+    gate biases and layer-norm weights [n_cell]; projection_weights [n_output, n_cell];
+    projection_bias [n_output]; aux_input_to_* [n_cell, n_aux_input]; output_state_in
+    [batch, n_output]; cell_state_in [batch, n_cell]; n_cell from input_to_output_weights,
+    n_output from recurrent_to_output_weights.
+
+    Presence: the forget/cell/output input and recurrent weights, their biases and both
+    states are required. CIFG (input_to_input weights omitted): recurrent_to_input weights
+    and input_gate_bias omitted too (else all three given). Peephole: cell_to_forget and
+    cell_to_output together; cell_to_input with them unless CIFG (where it may be given
+    and is unused), never without them. projection_bias needs projection_weights; without
+    projection n_output == n_cell. Layer norm: see the module docstring. Auxiliary
+    weights: forget/cell/output together, input with them exactly when not CIFG.
+    Raises OperationError naming the input."""
+    ins, idx = ctx.inputs, slots.indexes()
+    has = {k: not ins[i].omitted for k, (i, _) in idx.items()}
+    for k in ("xf", "xc", "xo", "hf", "hc", "ho", "bf", "bc", "bo", "h_in", "c_in"):
+        check(has[k], f"{label(*idx[k])} is required")
+    n_cell = check_rank(ins[idx["xo"][0]], label(*idx["xo"]), 2)[0]
+    n_output = check_rank(ins[idx["ho"][0]], label(*idx["ho"]), 2)[1]
+    cifg = not has["xi"]
+    check(has["hi"] != cifg and has["bi"] != cifg,
+          f"{label(*idx['xi'])}, {label(*idx['hi'])} and {label(*idx['bi'])} must be all "
+          f"given or all omitted (CIFG)")
+    check(has["cf"] == has["co"], f"{label(*idx['cf'])} and {label(*idx['co'])} must be "
+                                  f"both given or both omitted (peephole)")
+    peephole = has["co"]
+    check(has["ci"] == peephole or (cifg and peephole),
+          f"{label(*idx['ci'])} must be given exactly when the peephole weights are given "
+          f"(optional with CIFG)")
+    projection = has["proj"]
+    check(projection or not has["proj_b"], f"{label(*idx['proj_b'])} requires "
+                                           f"{label(*idx['proj'])}")
+    check(projection or n_output == n_cell,
+          f"without {label(*idx['proj'])} the output size {n_output} (dims[1] of "
+          f"{label(*idx['ho'])}) must equal the number of cells {n_cell}")
+    layer_norm = bool(slots.layer_norm) and has["ln_o"]
+    if slots.layer_norm:
+        if cifg:
+            check(not has["ln_i"], f"{label(*idx['ln_i'])} must be omitted with CIFG")
+            group = ("ln_f", "ln_c", "ln_o")
+        else:
+            group = LN_KEYS
+        check(len({has[k] for k in group}) == 1,
+              ", ".join(label(*idx[k]) for k in group) + " must be all given or all omitted")
+    aux = bool(slots.aux) and has["af"]
+    if slots.aux:
+        group = ("af", "ac", "ao")
+        check(len({has[k] for k in group}) == 1,
+              ", ".join(label(*idx[k]) for k in group) + " must be all given or all omitted")
+        check(has["ai"] == (aux and not cifg),
+              f"{label(*idx['ai'])} must be given exactly when the other auxiliary weights "
+              f"are given without CIFG")
+        check(not aux or n_aux_input is not None,
+              "auxiliary input weights are given but the auxiliary input is omitted")
+    expected = {"xi": (n_cell, n_input), "xf": (n_cell, n_input), "xc": (n_cell, n_input),
+                "xo": (n_cell, n_input), "hi": (n_cell, n_output), "hf": (n_cell, n_output),
+                "hc": (n_cell, n_output), "ho": (n_cell, n_output), "proj": (n_output, n_cell),
+                "proj_b": (n_output,), "h_in": (batch, n_output), "c_in": (batch, n_cell)}
+    for k in ("ci", "cf", "co", "bi", "bf", "bc", "bo") + LN_KEYS:
+        expected[k] = (n_cell,)
+    for k in AUX_KEYS:
+        expected[k] = (n_cell, n_aux_input)
+    for k, (i, name) in idx.items():
+        if has[k] and not (k in AUX_KEYS and not aux):
+            check_shape(ins[i], label(i, name), *expected[k])
+    return LstmDims(n_cell, n_output, cifg, peephole, layer_norm, projection, aux)
+
+
+def check_lstm_params(ctx: OpContext, act: int, cell_clip: int, proj_clip: int) -> None:
+    """The activation (one of 0, 1, 3, 4, 6; spec) and clip thresholds (>= 0; AOSP
+    ``LSTMCell``) at inputs ``act``, ``cell_clip``, ``proj_clip``. Raises OperationError."""
+    a = ctx.scalar(act)
+    check(a in LSTM_ACTIVATIONS, f"input {act} (activation) value {a} is not 0, 1, 3, 4 or 6")
+    for i, name in ((cell_clip, "cell_clip"), (proj_clip, "proj_clip")):
+        v = ctx.scalar(i)
+        check(v >= 0, f"input {i} ({name}) value {v} must be >= 0")
+
+
+def validate_lstm_params(ctx: OpContext, act: int, cell_clip: int, proj_clip: int) -> None:
+    """Model-time form of :func:`check_lstm_params` for the scalars that are constants."""
+    check_const_scalar(ctx, act, lambda v: v in LSTM_ACTIVATIONS, "(activation) is not 0, 1, 3, 4 or 6")
+    check_const_scalar(ctx, cell_clip, lambda v: v >= 0, "(cell_clip) must be >= 0")
+    check_const_scalar(ctx, proj_clip, lambda v: v >= 0, "(proj_clip) must be >= 0")
+
+
+@dataclass
+class LstmCell:
+    """One checked LSTM cell ready to run: float64 tensors by key (None when omitted or
+    unused), the activation g and the clip thresholds (0 = no clipping)."""
+
+    p: dict
+    dims: LstmDims
+    g: object
+    cell_clip: float
+    proj_clip: float
+
+
+def read_lstm_cell(ctx: OpContext, slots: LstmSlots, dims: LstmDims, act: int,
+                   cell_clip: int, proj_clip: int) -> LstmCell:
+    """The :class:`LstmCell` of ``slots`` (checked by :func:`check_lstm_cell` into
+    ``dims``) with the activation and clip scalars at inputs ``act``, ``cell_clip``,
+    ``proj_clip``."""
+    p = {k: f64(ctx, i) for k, (i, _) in slots.indexes().items()}
+    if not dims.aux:
+        p.update(dict.fromkeys(AUX_KEYS))
+    return LstmCell(p, dims, LSTM_ACTIVATIONS[ctx.scalar(act)], float(ctx.scalar(cell_clip)),
+                    float(ctx.scalar(proj_clip)))
+
+
+def _layer_norm(z: np.ndarray) -> np.ndarray:
+    """Each row of ``z`` [batch, n] to zero mean and unit variance (epsilon 1e-8)."""
+    mean = z.mean(axis=1, keepdims=True)
+    var = ((z - mean) ** 2).mean(axis=1, keepdims=True)
+    return (z - mean) / np.sqrt(var + LAYER_NORM_EPSILON)
+
+
+def lstm_step(cell: LstmCell, x: np.ndarray, h: np.ndarray, c: np.ndarray,
+              aux_x: np.ndarray | None = None):
+    """One LSTM step on float64 arrays x [batch, n_input], h [batch, n_output],
+    c [batch, n_cell] (aux_x [batch, n_aux_input] when the cell has auxiliary weights).
+
+    Spec equations (sigma = logistic, g = the activation, (.) element-wise):
+    i = sigma(z_i), or 1 - f with CIFG; f = sigma(z_f); c' = clip(f (.) c + i (.) g(z_c));
+    o = sigma(z_o); m = o (.) g(c'); h' = clip(W_proj m + b_proj) with a projection, else
+    m; where z_* = W_x* x + W_h* h [+ W_a* aux_x] [+ w_c* (.) c (c' for o), peephole]
+    + b_*, or with layer norm ln_* (.) normalize(that sum without b_*) + b_*.
+
+    Returns (h', c', scratch) with scratch the gate activations [i (not with CIFG), g(c'),
+    f, m] each [batch, n_cell] (the AOSP scratch layout; its content is unspecified)."""
+    p, d = cell.p, cell.dims
+
+    def z(gate: str, peep_state: np.ndarray | None) -> np.ndarray:
+        acc = x @ p["x" + gate].T + h @ p["h" + gate].T
+        if aux_x is not None and p.get("a" + gate) is not None:
+            acc = acc + aux_x @ p["a" + gate].T
+        if d.peephole and gate != "c":
+            acc = acc + p["c" + gate] * peep_state
+        if d.layer_norm:
+            return _layer_norm(acc) * p["ln_" + gate] + p["b" + gate]
+        return acc + p["b" + gate]
+
+    f = sigmoid(z("f", c))
+    i = 1.0 - f if d.cifg else sigmoid(z("i", c))
+    c_new = f * c + i * cell.g(z("c", None))
+    if cell.cell_clip > 0:
+        c_new = np.clip(c_new, -cell.cell_clip, cell.cell_clip)
+    o = sigmoid(z("o", c_new))
+    g_c = cell.g(c_new)
+    m = o * g_c
+    out = m
+    if d.projection:
+        out = m @ p["proj"].T
+        if p["proj_b"] is not None:
+            out = out + p["proj_b"]
+        if cell.proj_clip > 0:
+            out = np.clip(out, -cell.proj_clip, cell.proj_clip)
+    scratch = ([] if d.cifg else [i]) + [g_c, f, m]
+    return out, c_new, scratch
+
+
+# --- LSTM --------------------------------------------------------------------------------
+
+_LSTM_SLOTS = LstmSlots(tuple(range(1, 18)), 18, 19)
+_LSTM_LN_SLOTS = LstmSlots(tuple(range(1, 18)), 18, 19, layer_norm=(23, 24, 25, 26))
+
+
+def _lstm_slots(ctx: OpContext) -> LstmSlots:
+    return _LSTM_LN_SLOTS if len(ctx.inputs) == 27 else _LSTM_SLOTS
+
+
+def _lstm_check(ctx: OpContext) -> LstmDims:
+    check_lstm_params(ctx, 20, 21, 22)
+    batch, n_input = check_rank(ctx.inputs[0], label(0, "input"), 2)
+    return check_lstm_cell(ctx, _lstm_slots(ctx), batch, n_input)
 
 
 def _lstm_prepare(ctx: OpContext):
-    """Shapes (spec LSTM, FL1): input [batch, n_input]; input_to_* [n_cell, n_input];
-    recurrent_to_* [n_cell, n_output]; cell_to_* and the gate biases [n_cell];
-    projection_weights [n_output, n_cell]; projection_bias [n_output]; output_state_in
-    [batch, n_output]; cell_state_in [batch, n_cell]. Outputs: scratch_buffer
-    [batch, 3 * n_cell] with CIFG, else [batch, 4 * n_cell]; output_state_out and output
-    [batch, n_output]; cell_state_out [batch, n_cell].
-
-    Optional-input rules (spec): input_to_input weights, recurrent_to_input weights and
-    the input gate bias all present or all omitted (omitted = CIFG); cell_to_forget and
-    cell_to_output present together (peephole), with cell_to_input present exactly when
-    peephole is used without CIFG; projection_bias only with projection_weights; without
-    a projection n_output must equal n_cell. Errors also: activation not in {0, 1, 3, 4, 6}
-    (spec), cell_clip or proj_clip < 0 (AOSP ``LSTMCell``)."""
-    ins = ctx.inputs
-    has = [not op.omitted for op in ins[:20]]
-    for i in set(range(20)) - _LSTM_OPTIONAL:
-        check(has[i], f"{_LSTM_NAMES[i]} (input {i}) is required")
-    act = ctx.scalar(ACTIVATION)
-    check(act in _LSTM_ACTIVATIONS, f"activation {act} is not 0, 1, 3, 4 or 6")
-    cell_clip, proj_clip = ctx.scalar(CELL_CLIP), ctx.scalar(PROJ_CLIP)
-    check(cell_clip >= 0 and proj_clip >= 0,
-          f"cell_clip ({cell_clip}) and proj_clip ({proj_clip}) must be >= 0")
-    batch, n_input = _rank(ins[INPUT], "input", 2)
-    n_cell = _rank(ins[W_XO], "input_to_output_weights", 2)[0]
-    n_output = _rank(ins[W_HO], "recurrent_to_output_weights", 2)[1]
-    cifg = not has[W_XI]
-    check(has[W_XI] == has[W_HI] == has[B_I],
-          "input_to_input_weights, recurrent_to_input_weights and input_gate_bias must be "
-          "all present or all omitted (CIFG)")
-    check(has[W_CF] == has[W_CO], "cell_to_forget_weights and cell_to_output_weights must "
-                                  "be both present or both omitted (peephole)")
-    check(has[W_CI] == (has[W_CO] and not cifg),
-          "cell_to_input_weights must be present exactly when peephole is used without CIFG")
-    check(has[W_PROJ] or not has[B_PROJ], "projection_bias requires projection_weights")
-    check(has[W_PROJ] or n_output == n_cell,
-          f"without projection_weights the output size ({n_output}) must equal the number "
-          f"of cells ({n_cell})")
-    expected = {W_XI: (n_cell, n_input), W_XF: (n_cell, n_input), W_XC: (n_cell, n_input),
-                W_XO: (n_cell, n_input), W_HI: (n_cell, n_output), W_HF: (n_cell, n_output),
-                W_HC: (n_cell, n_output), W_HO: (n_cell, n_output), W_CI: (n_cell,),
-                W_CF: (n_cell,), W_CO: (n_cell,), B_I: (n_cell,), B_F: (n_cell,),
-                B_C: (n_cell,), B_O: (n_cell,), W_PROJ: (n_output, n_cell),
-                B_PROJ: (n_output,), H_IN: (batch, n_output), C_IN: (batch, n_cell)}
-    for i, dims in expected.items():
-        if has[i]:
-            _shape(ins[i], _LSTM_NAMES[i], *dims)
-    scratch = (batch, (3 if cifg else 4) * n_cell)
-    return [scratch, (batch, n_output), (batch, n_cell), (batch, n_output)]
+    """Output shapes: scratch_buffer [batch, 3 * n_cell] with CIFG, else
+    [batch, 4 * n_cell]; output_state_out and output [batch, n_output]; cell_state_out
+    [batch, n_cell]. Errors: :func:`check_lstm_cell`, :func:`check_lstm_params`."""
+    d = _lstm_check(ctx)
+    batch = ctx.inputs[0].dims[0]
+    return [(batch, (3 if d.cifg else 4) * d.n_cell), (batch, d.n_output), (batch, d.n_cell),
+            (batch, d.n_output)]
 
 
 def _lstm_execute(ctx: OpContext):
-    """One LSTM step (spec equations; sigma = logistic, g = the activation):
-    i = sigma(W_xi x + W_hi h + w_ci . c + b_i), or 1 - f with CIFG;
-    f = sigma(W_xf x + W_hf h + w_cf . c + b_f); c' = clip(f c + i g(W_xc x + W_hc h + b_c));
-    o = sigma(W_xo x + W_ho h + w_co . c' + b_o); m = o g(c');
-    h' = clip(W_proj m + b_proj) with a projection, else m. Clipping is off when its
-    threshold is 0. Returns scratch_buffer, output_state_out (h'), cell_state_out (c'),
-    output (h'). The scratch contents are unspecified by NNAPI; this reference stores the
-    gate activations [input (not with CIFG), g(c'), forget, m] gate-major (AOSP layout)."""
-    v = [_f64(ctx, i) for i in range(20)]
-    x, h, c = v[INPUT], v[H_IN], v[C_IN]
-    g = _LSTM_ACTIVATIONS[ctx.scalar(ACTIVATION)]
-    cell_clip, proj_clip = float(ctx.scalar(CELL_CLIP)), float(ctx.scalar(PROJ_CLIP))
-    peephole = v[W_CO] is not None
-
-    def gate(wx, wh, b, peep=None, cell=None):
-        z = x @ v[wx].T + h @ v[wh].T + v[b]
-        return z if peep is None or not peephole else z + v[peep] * cell
-
-    f = _sigmoid(gate(W_XF, W_HF, B_F, W_CF, c))
-    i = 1.0 - f if v[W_XI] is None else _sigmoid(gate(W_XI, W_HI, B_I, W_CI, c))
-    c_new = f * c + i * g(gate(W_XC, W_HC, B_C))
-    if cell_clip > 0:
-        c_new = np.clip(c_new, -cell_clip, cell_clip)
-    o = _sigmoid(gate(W_XO, W_HO, B_O, W_CO, c_new))
-    g_c = g(c_new)
-    m = o * g_c
-    out = m
-    if v[W_PROJ] is not None:
-        out = m @ v[W_PROJ].T + (0.0 if v[B_PROJ] is None else v[B_PROJ])
-        if proj_clip > 0:
-            out = np.clip(out, -proj_clip, proj_clip)
-    blocks = ([] if v[W_XI] is None else [i]) + [g_c, f, m]
+    """One :func:`lstm_step`: returns scratch_buffer (gate-major, AOSP layout),
+    output_state_out (h'), cell_state_out (c'), output (h')."""
+    d = _lstm_check(ctx)
+    cell = read_lstm_cell(ctx, _lstm_slots(ctx), d, 20, 21, 22)
+    x = f64(ctx, 0)
+    out, c_new, blocks = lstm_step(cell, x, cell.p["h_in"], cell.p["c_in"])
     scratch = np.concatenate([b.reshape(-1) for b in blocks]).reshape(x.shape[0], -1)
     outs = ctx.outputs
     return [from_float(outs[0], scratch), from_float(outs[1], out),
             from_float(outs[2], c_new), from_float(outs[3], out)]
 
 
-def _lstm_inputs():
-    args = []
-    for i, name in enumerate(_LSTM_NAMES):
-        rank = (1,) if i in (W_CI, W_CF, W_CO, B_I, B_F, B_C, B_O, B_PROJ) else (2,)
-        args.append(tensor(name, F32, rank, optional=i in _LSTM_OPTIONAL))
-    return args + [scalar("activation", T.INT32), scalar("cell_clip", T.FLOAT32),
-                   scalar("proj_clip", T.FLOAT32)]
+def _lstm_signatures():
+    """FL1: TENSOR_FLOAT32, 23 inputs. FL3: TENSOR_FLOAT16 with 23 inputs, and both types
+    with 27 (layer-norm weights, optional)."""
+    sigs = []
+    for level, t, st in FLOAT_FORMS:
+        base = [tensor("input", t, (2,)), *cell_tensor_args(t), tensor("output_state_in", t, (2,)),
+                tensor("cell_state_in", t, (2,)), scalar("activation", T.INT32),
+                scalar("cell_clip", st), scalar("proj_clip", st)]
+        outs = [tensor(n, t, (2,)) for n in ("scratch_buffer", "output_state_out",
+                                              "cell_state_out", "output")]
+        sigs.append(sig(level, base, outs))
+        sigs.append(sig(3, base + [tensor(n, t, (1,), optional=True) for n in LN_NAMES], outs))
+    return tuple(sorted(sigs, key=lambda s: s.feature_level))
 
 
 register(OperationDef(
-    OperationType.LSTM,
-    (sig(1, _lstm_inputs(),
-         [tensor(n, F32, (2,)) for n in ("scratch_buffer", "output_state_out",
-                                          "cell_state_out", "output")]),),
-    _lstm_prepare, _lstm_execute,
-    summary="one LSTM step with optional CIFG, peephole and projection (23 inputs)"))
+    OperationType.LSTM, _lstm_signatures(), _lstm_prepare, _lstm_execute,
+    validate=lambda ctx: validate_lstm_params(ctx, 20, 21, 22),
+    summary="one LSTM step with optional CIFG, peephole, projection and layer "
+            "normalization (23 or 27 inputs)"))
