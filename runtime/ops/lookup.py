@@ -1,7 +1,25 @@
-"""Lookup operations of feature level 1: EMBEDDING_LOOKUP, HASHTABLE_LOOKUP and
-LSH_PROJECTION, with the farmhash ``Fingerprint64`` that LSH_PROJECTION hashes with.
+"""Lookup operations: EMBEDDING_LOOKUP (NNAPI code 7), HASHTABLE_LOOKUP (10) and
+LSH_PROJECTION (15), with the farmhash ``Fingerprint64`` that LSH_PROJECTION hashes with.
 
-Semantics: NNAPI ``NeuralNetworksTypes.h`` / ``types.spec`` of each operation, and the
+Forms:
+
+- EMBEDDING_LOOKUP: lookups TENSOR_INT32 [k]; values [n, ...] (rank >= 2) and output of
+  TENSOR_FLOAT32 (FL1), TENSOR_INT32 or TENSOR_QUANT8_ASYMM (FL3; quantized output with
+  the values' scale and zeroPoint). TENSOR_FLOAT16 / TENSOR_QUANT8_ASYMM_SIGNED values are
+  FL4 (not declared here).
+- HASHTABLE_LOOKUP: lookups, keys TENSOR_INT32; values TENSOR_FLOAT32, TENSOR_INT32 or
+  TENSOR_QUANT8_ASYMM (all FL1; no FL3 addition) -> output of the values' type, hits
+  TENSOR_QUANT8_ASYMM.
+- LSH_PROJECTION: hash seeds [num_hash, num_bits] and optional weight [input.dims[0]]:
+  TENSOR_FLOAT32 (FL1) or TENSOR_FLOAT16 (FL3); input (rank >= 1) TENSOR_FLOAT32,
+  TENSOR_INT32, TENSOR_QUANT8_ASYMM (FL1) or TENSOR_FLOAT16 (FL3); type INT32 -> output
+  TENSOR_INT32. A float16 seed is hashed as the bytes of its float32 value and float16
+  input rows as their own 2-byte elements (AOSP ``LSHProjection.cpp``).
+
+Errors: given per operation below (OperationError naming the input and rule).
+
+Semantics: NNAPI ``NeuralNetworksTypes.h`` / ``types.spec`` of each operation (type lists
+and feature levels as AOSP ``common/types/operations/src/*.cpp`` validate them), and the
 AOSP reference CPU implementation where the spec leaves a detail open (noted per rule).
 """
 from __future__ import annotations
@@ -16,6 +34,7 @@ from .common import is_quant
 
 T = OperandType
 F32, I32, Q8 = T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM
+F16 = T.TENSOR_FLOAT16
 
 
 # --- farmhash Fingerprint64 (farmhashna::Hash64), written from the algorithm's definition ---
@@ -166,10 +185,10 @@ def _embedding_execute(ctx: OpContext):
 
 register(OperationDef(
     OperationType.EMBEDDING_LOOKUP,
-    # FL1: TENSOR_FLOAT32 values only; TENSOR_INT32 / TENSOR_QUANT8_ASYMM values are FL3,
-    # TENSOR_QUANT8_ASYMM_SIGNED values FL4 (no FL1-2 quant8 form, so not declared here).
-    (sig(1, [tensor("lookups", I32, (1,)), tensor("values", F32, None)],
-         [tensor("output", F32, None)]),),
+    # FL1: TENSOR_FLOAT32 values; FL3: TENSOR_INT32 / TENSOR_QUANT8_ASYMM values;
+    # TENSOR_FLOAT16 / TENSOR_QUANT8_ASYMM_SIGNED values are FL4 (issue 8).
+    tuple(sig(level, [tensor("lookups", I32, (1,)), tensor("values", t, None)],
+              [tensor("output", t, None)]) for level, t in ((1, F32), (3, I32), (3, Q8))),
     _embedding_prepare, _embedding_execute,
     summary="output[i] = values[lookups[i]] (slices of the first dimension)"))
 
@@ -224,8 +243,8 @@ SPARSE_DEPRECATED, DENSE, SPARSE = 1, 2, 3  # LSHProjectionType (SPARSE = 3 is F
 
 
 def _lsh_prepare(ctx: OpContext):
-    """hash [num_hash, num_bits] TENSOR_FLOAT32, input (rank >= 1), weight [input.dims[0]]
-    (optional), type INT32 -> output TENSOR_INT32 [num_hash] (sparse) or
+    """hash [num_hash, num_bits] TENSOR_FLOAT32 or TENSOR_FLOAT16, input (rank >= 1),
+    weight [input.dims[0]] (optional, the hash's type), type INT32 -> output TENSOR_INT32 [num_hash] (sparse) or
     [num_hash * num_bits] (dense).
 
     Errors: hash not 2-D or num_bits > 32 (AOSP), sparse with num_bits +
@@ -300,10 +319,18 @@ def _lsh_execute(ctx: OpContext):
     return [np.array(out, dtype=np.int32)]
 
 
+def _lsh_signatures():
+    """FL1: float32 hash and weight with float32, int32 or quant8 input. FL3: float16 hash
+    and weight with any of the four input types, and float32 hash with float16 input."""
+    forms = [(1, F32, t) for t in (F32, I32, Q8)] + [(3, F32, F16)] + \
+            [(3, F16, t) for t in (F16, F32, I32, Q8)]
+    return tuple(sig(level, [tensor("hash", h, (2,)), tensor("input", t, None),
+                             tensor("weight", h, (1,), optional=True), scalar("type", T.INT32)],
+                     [tensor("output", I32, (1,))]) for level, h, t in forms)
+
+
 register(OperationDef(
     OperationType.LSH_PROJECTION,
-    tuple(sig(1, [tensor("hash", F32, (2,)), tensor("input", t, None),
-                  tensor("weight", F32, (1,), optional=True), scalar("type", T.INT32)],
-              [tensor("output", I32, (1,))]) for t in (F32, I32, Q8)),
+    _lsh_signatures(),
     _lsh_prepare, _lsh_execute,
     summary="locality-sensitive hash projection of input rows (farmhash Fingerprint64)"))
