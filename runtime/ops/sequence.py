@@ -1,1 +1,372 @@
-"""Placeholder: operations of feature level 3 land here (issue 7)."""
+"""Sequence recurrent operations of feature level 3: UNIDIRECTIONAL_SEQUENCE_RNN (NNAPI
+code 93), BIDIRECTIONAL_SEQUENCE_RNN (43), UNIDIRECTIONAL_SEQUENCE_LSTM (92) and
+BIDIRECTIONAL_SEQUENCE_LSTM (42). Each unrolls the cell of :mod:`.recurrent`
+(:func:`.recurrent.rnn_step`, :func:`.recurrent.lstm_step`) over the time steps of a 3-D
+input; the state is internal (FL3 forms have no state outputs).
+
+Types: all tensors TENSOR_FLOAT32 or all TENSOR_FLOAT16 (FL3 both); the LSTM clips are
+FLOAT32 / FLOAT16 to match; activation INT32; time_major BOOL (INT32 for UNIDIRECTIONAL_SEQUENCE_RNN), merge_outputs
+BOOL. The FL4
+forms with state outputs (and their quant8-signed relatives) are issue 8, not declared.
+
+Shapes: input [max_time, batch, input_size] when time_major, else [batch, max_time,
+input_size]; outputs use the same major order, last dimension the cell's output size
+(num_units for RNN, output_size for LSTM), or fw + bw output sizes for a bidirectional
+operation with merge_outputs (then it has one output, else two: forward, backward).
+
+- UNIDIRECTIONAL_SEQUENCE_RNN, 7 inputs: input, weights [units, input_size],
+  recurrent_weights [units, units], bias [units], hidden_state [batch, units],
+  activation (FuseCode), time_major (INT32 0 or 1 here, as the spec says, not BOOL).
+- BIDIRECTIONAL_SEQUENCE_RNN, 15 inputs: input, fw weights / recurrent / bias / hidden
+  state (1-4), bw the same (5-8), aux_input (9, optional, 3-D like input),
+  fw_aux_weights (10, optional, [fw_units, aux_size]), bw_aux_weights (11, optional),
+  activation, time_major, merge_outputs.
+- UNIDIRECTIONAL_SEQUENCE_LSTM, 28 inputs: LSTM's 23 (input 3-D) then time_major (23)
+  and the four layer-norm weights (24-27, optional).
+- BIDIRECTIONAL_SEQUENCE_LSTM, 61 inputs: input; fw cell tensors 1-17 and bw 18-34 (LSTM
+  inputs 1-17 order); fw output/cell state 35, 36; bw 37, 38; aux_input 39 (optional);
+  fw aux_input_to_{input,forget,cell,output} weights 40-43, bw 44-47 (optional,
+  [units, aux_size]); activation 48, cell_clip 49, proj_clip 50, merge_outputs 51,
+  time_major 52; fw layer-norm weights 53-56, bw 57-60 (optional).
+
+Bidirectional linking (spec): no auxiliary input and no auxiliary weights: both cells
+read input, the backward one from the last time step to the first; cross-linking (aux
+input and aux weights): each cell also adds its aux weights times aux_input at the same
+time step; parallel linking (aux input without aux weights; the spec says "since FL4",
+AOSP's validation accepts it with the FL3 signature, and so does this table): the
+backward cell reads aux_input instead of input. Auxiliary weights without an auxiliary
+input, or given for one direction only, are errors. The backward output at time t is the
+backward cell's output after reading step t.
+
+Errors (OperationError naming the input and rule): input or aux_input not 3-D, aux_input's
+first two dimensions differing from input's, the cell rules of
+:func:`.recurrent.check_rnn_cell` / :func:`.recurrent.check_lstm_cell` /
+:func:`.recurrent.check_lstm_params`, activation not a FuseCode (RNN), and an output count
+not matching merge_outputs (1 when merged, else 2).
+
+Sources: NNAPI ``NeuralNetworksTypes.h`` / ``types.spec`` for the four operations; AOSP
+``UnidirectionalSequenceRNN.cpp``, ``BidirectionalSequenceRNN.cpp``,
+``UnidirectionalSequenceLSTM.cpp``, ``BidirectionalSequenceLSTM.cpp`` for shape checks and
+linking. Departure: AOSP's BIDIRECTIONAL_SEQUENCE_LSTM checks the auxiliary weights
+against input_size (dims[2] of input); this table follows the spec (aux_input's dims[2]),
+which agrees with AOSP whenever both sizes are equal, as in every corpus model.
+Computation in float64, one rounding into the output type (TENSOR_FLOAT16 policy of
+:mod:`.common`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import OperandType, OperationType
+from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
+from .common import check_fuse_code, from_float
+from .recurrent import (AUX_NAMES, FLOAT_FORMS, LN_NAMES, LstmSlots, cell_tensor_args,
+                        check_const_scalar, check_lstm_cell, check_lstm_params,
+                        check_rank, check_rnn_cell, check_shape, f64, label, lstm_step,
+                        read_lstm_cell, rnn_step, validate_lstm_params)
+
+T = OperandType
+
+
+def _input_dims(ctx: OpContext, time_major_index: int) -> tuple[bool, int, int, int]:
+    """(time_major, max_time, batch, input_size) of the 3-D input 0; the time_major
+    scalar is a BOOL, or for UNIDIRECTIONAL_SEQUENCE_RNN an INT32 that must be 0 or 1."""
+    time_major = ctx.scalar(time_major_index)
+    check(time_major in (0, 1),
+          f"input {time_major_index} (time_major) value {time_major} must be 0 or 1")
+    time_major = bool(time_major)
+    d = check_rank(ctx.inputs[0], label(0, "input"), 3)
+    max_time, batch = (d[0], d[1]) if time_major else (d[1], d[0])
+    return time_major, max_time, batch, d[2]
+
+
+def _out_dims(time_major: bool, max_time: int, batch: int, size: int) -> tuple[int, int, int]:
+    return (max_time, batch, size) if time_major else (batch, max_time, size)
+
+
+def _time_major(x: np.ndarray, time_major: bool) -> np.ndarray:
+    """A 3-D array in time-major order (a view when it is batch-major)."""
+    return x if time_major else x.transpose(1, 0, 2)
+
+
+def _aux_input(ctx: OpContext, i: int) -> int | None:
+    """aux_input's size (dims[2]) when input ``i`` is given, after checking it is 3-D with
+    input's first two dimensions; None when omitted."""
+    aux = ctx.inputs[i]
+    if aux.omitted:
+        return None
+    d = check_rank(aux, label(i, "aux_input"), 3)
+    check(d[:2] == tuple(ctx.inputs[0].dims[:2]),
+          f"{label(i, 'aux_input')} shape {list(d)} must match input's first two dimensions "
+          f"{list(ctx.inputs[0].dims[:2])}")
+    return d[2]
+
+
+def _linking(ctx: OpContext, aux_input: int, fw_aux: int, bw_aux: int) -> str:
+    """"none", "cross" or "parallel": the bidirectional linking mode from which of the aux
+    input and the fw/bw aux weights (presence tested at inputs ``fw_aux``, ``bw_aux``) are
+    given. Raises OperationError for aux weights without aux input or for one direction."""
+    has_in = not ctx.inputs[aux_input].omitted
+    has_fw, has_bw = not ctx.inputs[fw_aux].omitted, not ctx.inputs[bw_aux].omitted
+    check(has_fw == has_bw, f"input {fw_aux} and input {bw_aux} (forward and backward "
+                            f"auxiliary weights) must be both given or both omitted")
+    check(has_in or not has_fw, f"auxiliary weights (input {fw_aux}, input {bw_aux}) are given "
+                                f"but input {aux_input} (aux_input) is omitted")
+    return "cross" if has_fw else "parallel" if has_in else "none"
+
+
+def _check_outputs(ctx: OpContext, merge: bool, merge_index: int) -> None:
+    want = 1 if merge else 2
+    check(len(ctx.outputs) == want,
+          f"input {merge_index} (merge_outputs) is {merge}, so the operation has {want} "
+          f"output{'s' if want > 1 else ''}, not {len(ctx.outputs)}")
+
+
+def _bidirectional_outputs(ctx: OpContext, fw: np.ndarray, bw: np.ndarray, merge: bool,
+                           time_major: bool) -> list[np.ndarray]:
+    """Time-major fw/bw outputs [max_time, batch, size] as the operation's outputs."""
+    outs = [np.concatenate([fw, bw], axis=2)] if merge else [fw, bw]
+    return [from_float(o, _time_major(v, time_major)) for o, v in zip(ctx.outputs, outs)]
+
+
+# --- UNIDIRECTIONAL_SEQUENCE_RNN ---------------------------------------------------------
+
+def _run_rnn(x_tm, h, w, r, b, activation, reverse=False, aux_tm=None, aux_w=None):
+    """Outputs [max_time, batch, units] of an RNN over time-major ``x_tm``."""
+    out = np.empty((x_tm.shape[0], h.shape[0], w.shape[0]))
+    steps = range(x_tm.shape[0] - 1, -1, -1) if reverse else range(x_tm.shape[0])
+    for t in steps:
+        h = rnn_step(x_tm[t], h, w, r, b, activation,
+                     None if aux_tm is None else aux_tm[t], aux_w)
+        out[t] = h
+    return out
+
+
+def _urnn_prepare(ctx: OpContext):
+    """Output [max_time, batch, units] (time-major) or [batch, max_time, units]."""
+    check_fuse_code(ctx.scalar(5))
+    time_major, max_time, batch, input_size = _input_dims(ctx, 6)
+    units = check_rnn_cell(ctx, 1, 2, 3, 4, batch, input_size)
+    return [_out_dims(time_major, max_time, batch, units)]
+
+
+def _urnn_execute(ctx: OpContext):
+    """h_t = activation(x_t W^T + h_{t-1} R^T + b), output_t = h_t."""
+    _urnn_prepare(ctx)
+    time_major = bool(ctx.scalar(6))
+    x, w, r, b, h = (f64(ctx, i) for i in range(5))
+    out = _run_rnn(_time_major(x, time_major), h, w, r, b, ctx.scalar(5))
+    return [from_float(ctx.outputs[0], _time_major(out, time_major))]
+
+
+def _rnn_validate(activation: int, time_major: int | None = None):
+    def validate(ctx: OpContext) -> None:
+        """Model-time rules: a constant activation is a FuseCode; a constant INT32
+        time_major is 0 or 1."""
+        check_const_scalar(ctx, activation, lambda v: 0 <= v <= 3, "is not a FuseCode (0-3)")
+        if time_major is not None:
+            check_const_scalar(ctx, time_major, lambda v: v in (0, 1), "(time_major) must be 0 or 1")
+    return validate
+
+
+register(OperationDef(
+    OperationType.UNIDIRECTIONAL_SEQUENCE_RNN,
+    tuple(sig(3, [tensor("input", t, (3,)), tensor("weights", t, (2,)),
+                  tensor("recurrent_weights", t, (2,)), tensor("bias", t, (1,)),
+                  tensor("hidden_state", t, (2,)), scalar("activation", T.INT32),
+                  scalar("time_major", T.INT32)],
+              [tensor("output", t, (3,))]) for _, t, _ in FLOAT_FORMS),
+    _urnn_prepare, _urnn_execute, validate=_rnn_validate(5, 6),
+    summary="basic RNN unrolled over a sequence (time- or batch-major)"))
+
+
+# --- BIDIRECTIONAL_SEQUENCE_RNN ----------------------------------------------------------
+
+def _brnn_check(ctx: OpContext):
+    """(time_major, merge, linking, max_time, batch, fw_units, bw_units)."""
+    check_fuse_code(ctx.scalar(12))
+    time_major, max_time, batch, input_size = _input_dims(ctx, 13)
+    merge = bool(ctx.scalar(14))
+    _check_outputs(ctx, merge, 14)
+    aux_size = _aux_input(ctx, 9)
+    linking = _linking(ctx, 9, 10, 11)
+    fw_units = check_rnn_cell(ctx, 1, 2, 3, 4, batch, input_size)
+    bw_units = check_rnn_cell(ctx, 5, 6, 7, 8, batch,
+                              aux_size if linking == "parallel" else input_size)
+    if linking == "cross":
+        check_shape(ctx.inputs[10], label(10, "fw_aux_weights"), fw_units, aux_size)
+        check_shape(ctx.inputs[11], label(11, "bw_aux_weights"), bw_units, aux_size)
+    return time_major, merge, linking, max_time, batch, fw_units, bw_units
+
+
+def _brnn_prepare(ctx: OpContext):
+    """fw output [.., fw_units] (fw_units + bw_units when merged), bw output [.., bw_units]."""
+    time_major, merge, _, max_time, batch, fw_units, bw_units = _brnn_check(ctx)
+    if merge:
+        return [_out_dims(time_major, max_time, batch, fw_units + bw_units)]
+    return [_out_dims(time_major, max_time, batch, fw_units),
+            _out_dims(time_major, max_time, batch, bw_units)]
+
+
+def _brnn_execute(ctx: OpContext):
+    """Forward RNN over input (plus aux_input with cross-linking), backward RNN from the
+    last step over input (aux_input with parallel linking)."""
+    time_major, merge, linking, *_ = _brnn_check(ctx)
+    v = [f64(ctx, i) for i in range(12)]
+    act = ctx.scalar(12)
+    x = _time_major(v[0], time_major)
+    aux = None if v[9] is None else _time_major(v[9], time_major)
+    cross = linking == "cross"
+    fw = _run_rnn(x, v[4], v[1], v[2], v[3], act, False, aux if cross else None, v[10])
+    bw = _run_rnn(aux if linking == "parallel" else x, v[8], v[5], v[6], v[7], act, True,
+                  aux if cross else None, v[11])
+    return _bidirectional_outputs(ctx, fw, bw, merge, time_major)
+
+
+def _brnn_signatures():
+    sigs = []
+    for _, t, _ in FLOAT_FORMS:
+        cell = lambda d: [tensor(f"{d}_weights", t, (2,)), tensor(f"{d}_recurrent_weights", t, (2,)),
+                          tensor(f"{d}_bias", t, (1,)), tensor(f"{d}_hidden_state", t, (2,))]
+        inputs = [tensor("input", t, (3,)), *cell("fw"), *cell("bw"),
+                  tensor("aux_input", t, (3,), optional=True),
+                  tensor("fw_aux_weights", t, (2,), optional=True),
+                  tensor("bw_aux_weights", t, (2,), optional=True),
+                  scalar("activation", T.INT32), scalar("time_major", T.BOOL),
+                  scalar("merge_outputs", T.BOOL)]
+        sigs.append(sig(3, inputs, [tensor("fw_output", t, (3,)), tensor("bw_output", t, (3,))]))
+        sigs.append(sig(3, inputs, [tensor("output", t, (3,))]))
+    return tuple(sigs)
+
+
+register(OperationDef(
+    OperationType.BIDIRECTIONAL_SEQUENCE_RNN, _brnn_signatures(), _brnn_prepare, _brnn_execute,
+    validate=_rnn_validate(12),
+    summary="forward and backward basic RNNs over a sequence, optional aux input, merged "
+            "or separate outputs"))
+
+
+# --- UNIDIRECTIONAL_SEQUENCE_LSTM --------------------------------------------------------
+
+_ULSTM = LstmSlots(tuple(range(1, 18)), 18, 19, layer_norm=(24, 25, 26, 27))
+
+
+def _run_lstm(cell, x_tm: np.ndarray, reverse: bool = False,
+              aux_tm: np.ndarray | None = None) -> np.ndarray:
+    """Outputs [max_time, batch, n_output] of :func:`.recurrent.lstm_step` over
+    time-major ``x_tm`` from the cell's input states (last step first if ``reverse``)."""
+    h, c = cell.p["h_in"], cell.p["c_in"]
+    out = np.empty((x_tm.shape[0], x_tm.shape[1], cell.dims.n_output))
+    steps = range(x_tm.shape[0] - 1, -1, -1) if reverse else range(x_tm.shape[0])
+    for t in steps:
+        h, c, _ = lstm_step(cell, x_tm[t], h, c, None if aux_tm is None else aux_tm[t])
+        out[t] = h
+    return out
+
+
+def _ulstm_check(ctx: OpContext):
+    check_lstm_params(ctx, 20, 21, 22)
+    time_major, max_time, batch, n_input = _input_dims(ctx, 23)
+    return time_major, max_time, batch, check_lstm_cell(ctx, _ULSTM, batch, n_input)
+
+
+def _ulstm_prepare(ctx: OpContext):
+    """Output [max_time, batch, output_size] (time-major) or [batch, max_time,
+    output_size]."""
+    time_major, max_time, batch, d = _ulstm_check(ctx)
+    return [_out_dims(time_major, max_time, batch, d.n_output)]
+
+
+def _ulstm_execute(ctx: OpContext):
+    """LSTM steps over the sequence; output_t = the step's output state."""
+    time_major, _, _, d = _ulstm_check(ctx)
+    cell = read_lstm_cell(ctx, _ULSTM, d, 20, 21, 22)
+    out = _run_lstm(cell, _time_major(f64(ctx, 0), time_major))
+    return [from_float(ctx.outputs[0], _time_major(out, time_major))]
+
+
+register(OperationDef(
+    OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM,
+    tuple(sig(3, [tensor("input", t, (3,)), *cell_tensor_args(t),
+                  tensor("output_state_in", t, (2,)), tensor("cell_state_in", t, (2,)),
+                  scalar("activation", T.INT32), scalar("cell_clip", st),
+                  scalar("proj_clip", st), scalar("time_major", T.BOOL),
+                  *[tensor(n, t, (1,), optional=True) for n in LN_NAMES]],
+              [tensor("output", t, (3,))]) for _, t, st in FLOAT_FORMS),
+    _ulstm_prepare, _ulstm_execute,
+    validate=lambda ctx: validate_lstm_params(ctx, 20, 21, 22),
+    summary="LSTM unrolled over a sequence, optional CIFG, peephole, projection and layer "
+            "normalization"))
+
+
+# --- BIDIRECTIONAL_SEQUENCE_LSTM ---------------------------------------------------------
+
+_BLSTM_FW = LstmSlots(tuple(range(1, 18)), 35, 36, layer_norm=(53, 54, 55, 56),
+                      aux=(40, 41, 42, 43), prefix="fw_")
+_BLSTM_BW = LstmSlots(tuple(range(18, 35)), 37, 38, layer_norm=(57, 58, 59, 60),
+                      aux=(44, 45, 46, 47), prefix="bw_")
+
+
+def _blstm_check(ctx: OpContext):
+    """(time_major, merge, linking, max_time, batch, fw dims, bw dims)."""
+    check_lstm_params(ctx, 48, 49, 50)
+    time_major, max_time, batch, n_input = _input_dims(ctx, 52)
+    merge = bool(ctx.scalar(51))
+    _check_outputs(ctx, merge, 51)
+    aux_size = _aux_input(ctx, 39)
+    linking = _linking(ctx, 39, 41, 45)
+    cross_size = aux_size if linking == "cross" else None
+    fw = check_lstm_cell(ctx, _BLSTM_FW, batch, n_input, cross_size)
+    bw = check_lstm_cell(ctx, _BLSTM_BW, batch,
+                         aux_size if linking == "parallel" else n_input, cross_size)
+    return time_major, merge, linking, max_time, batch, fw, bw
+
+
+def _blstm_prepare(ctx: OpContext):
+    """fw output [.., fw_output_size] (+ bw_output_size when merged), bw output
+    [.., bw_output_size]."""
+    time_major, merge, _, max_time, batch, fw, bw = _blstm_check(ctx)
+    if merge:
+        return [_out_dims(time_major, max_time, batch, fw.n_output + bw.n_output)]
+    return [_out_dims(time_major, max_time, batch, fw.n_output),
+            _out_dims(time_major, max_time, batch, bw.n_output)]
+
+
+def _blstm_execute(ctx: OpContext):
+    """Forward LSTM over input (plus aux_input with cross-linking), backward LSTM from the
+    last step over input (aux_input with parallel linking)."""
+    time_major, merge, linking, _, _, fw_dims, bw_dims = _blstm_check(ctx)
+    x = _time_major(f64(ctx, 0), time_major)
+    aux = None if ctx.inputs[39].omitted else _time_major(f64(ctx, 39), time_major)
+    cross = aux if linking == "cross" else None
+    fw = _run_lstm(read_lstm_cell(ctx, _BLSTM_FW, fw_dims, 48, 49, 50), x, False, cross)
+    bw = _run_lstm(read_lstm_cell(ctx, _BLSTM_BW, bw_dims, 48, 49, 50),
+                   aux if linking == "parallel" else x, True, cross)
+    return _bidirectional_outputs(ctx, fw, bw, merge, time_major)
+
+
+def _blstm_signatures():
+    sigs = []
+    for _, t, st in FLOAT_FORMS:
+        inputs = [tensor("input", t, (3,)), *cell_tensor_args(t, "fw_"),
+                  *cell_tensor_args(t, "bw_"),
+                  *[tensor(n, t, (2,)) for n in ("fw_output_state_in", "fw_cell_state_in",
+                                                 "bw_output_state_in", "bw_cell_state_in")],
+                  tensor("aux_input", t, (3,), optional=True),
+                  *[tensor(d + n, t, (2,), optional=True) for d in ("fw_", "bw_")
+                    for n in AUX_NAMES],
+                  scalar("activation", T.INT32), scalar("cell_clip", st),
+                  scalar("proj_clip", st), scalar("merge_outputs", T.BOOL),
+                  scalar("time_major", T.BOOL),
+                  *[tensor(d + n, t, (1,), optional=True) for d in ("fw_", "bw_")
+                    for n in LN_NAMES]]
+        sigs.append(sig(3, inputs, [tensor("fw_output", t, (3,)), tensor("bw_output", t, (3,))]))
+        sigs.append(sig(3, inputs, [tensor("output", t, (3,))]))
+    return tuple(sigs)
+
+
+register(OperationDef(
+    OperationType.BIDIRECTIONAL_SEQUENCE_LSTM, _blstm_signatures(), _blstm_prepare,
+    _blstm_execute, validate=lambda ctx: validate_lstm_params(ctx, 48, 49, 50),
+    summary="forward and backward LSTMs over a sequence, optional aux input, merged or "
+            "separate outputs"))
