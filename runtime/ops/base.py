@@ -148,17 +148,27 @@ class OperationDef:
     #: inputs), as NNAPI CONCATENATION's inputs do.
     variadic: bool = False
 
+    #: True when the (single) output slot repeats (n >= 1 outputs of that slot), as NNAPI
+    #: SPLIT's outputs do.
+    variadic_outputs: bool = False
+
     @property
     def min_feature_level(self) -> int:
         return min(s.feature_level for s in self.signatures)
 
-    def signatures_for(self, n_inputs: int) -> tuple[Signature, ...]:
+    def signatures_for(self, n_inputs: int, n_outputs: int | None = None) -> tuple[Signature, ...]:
         """Signatures for a use with ``n_inputs`` inputs: for a variadic operation, each
-        signature's first slot repeated to fill (none if there is no room for one)."""
+        signature's first slot repeated to fill (none if there is no room for one); for an
+        operation with variadic outputs and ``n_outputs`` >= 1 given, its output slot
+        repeated ``n_outputs`` times."""
+        sigs = self.signatures
+        if self.variadic_outputs and n_outputs is not None and n_outputs >= 1:
+            sigs = tuple(Signature(s.feature_level, s.inputs, (s.outputs[0],) * n_outputs)
+                         for s in sigs)
         if not self.variadic:
-            return self.signatures
+            return sigs
         out = []
-        for s in self.signatures:
+        for s in sigs:
             n = n_inputs - (len(s.inputs) - 1)
             if n >= 1:
                 out.append(Signature(s.feature_level, (s.inputs[0],) * n + s.inputs[1:], s.outputs))
@@ -167,8 +177,8 @@ class OperationDef:
     def match(self, inputs: Sequence[OperandView], outputs: Sequence[OperandView],
               max_feature_level: int = 99) -> Signature | None:
         """The lowest-level signature accepting these operands (types, counts, ranks), expanded
-        to the input count for a variadic operation; None if none fits."""
-        for s in sorted(self.signatures_for(len(inputs)), key=lambda s: s.feature_level):
+        to the input (output) count for a variadic operation; None if none fits."""
+        for s in sorted(self.signatures_for(len(inputs), len(outputs)), key=lambda s: s.feature_level):
             if s.feature_level > max_feature_level:
                 continue
             if len(s.inputs) != len(inputs) or len(s.outputs) != len(outputs):
