@@ -16,6 +16,10 @@ TENSOR_BOOL8 / BOOL         exact                                exact
 
 A float32 model is "relaxed" when ``relaxComputationFloat32toFloat16`` is set or any of its
 operands is TENSOR_FLOAT16 (as in the AOSP harness).
+
+RANDOM_MULTINOMIAL test models (``expected_multinomial_distribution_tolerance`` > 0 in the
+corpus, ``TestModel.multinomial_tolerance`` here) are judged by distribution, not element
+by element: see :func:`multinomial_problems`.
 """
 from __future__ import annotations
 
@@ -89,24 +93,74 @@ def is_relaxed(tm) -> bool:
     return bool(tm.is_relaxed) or any(o.type == T.TENSOR_FLOAT16 for o in tm.main.operands)
 
 
+def multinomial_problems(tm, outputs, dims) -> list[str]:
+    """Problems with the samples of a RANDOM_MULTINOMIAL test model ``tm`` (one operation,
+    one input: logits [batches, classes], one output: TENSOR_INT32 samples [batches,
+    samples]); ``outputs``/``dims`` as for :func:`judge`.
+
+    The AOSP harness (``expectMultinomialDistributionWithinTolerance``): every sample is a
+    class index, and for every class the observed frequency count / samples is within
+    ``tm.multinomial_tolerance`` (absolute) of the expected probability exp(logit) / sum of
+    exp(logits). This check does it per batch row (the harness pools the counts of all rows
+    and reads row b of the logits at offset batches * b, which only agrees for one row, the
+    only case in the CTS); probabilities are computed in float64 as exp(logit - max) over
+    the finite logits (0 for a non-finite one), the kernel's distribution."""
+    ops_ = tm.main.operations
+    if len(ops_) != 1 or len(tm.main.input_indexes) != 1 or len(tm.main.output_indexes) != 1:
+        return ["multinomial check: the model must have one operation, one input and one output"]
+    logits = tm.main.operands[tm.main.input_indexes[0]].data
+    if logits is None or logits.ndim != 2 or len(dims[0]) != 2:
+        return ["multinomial check: logits and samples must be 2-D"]
+    batches, classes = logits.shape
+    n = int(np.prod(dims[0]))
+    if int(dims[0][0]) != batches:
+        return [f"output 0: {dims[0][0]} rows of samples, expected {batches}"]
+    samples = np.frombuffer(bytes(outputs[0][:n * 4]), "<i4").reshape(batches, -1)
+    if samples.shape[1] == 0:
+        return ["output 0: no samples"]
+    bad = (samples < 0) | (samples >= classes)
+    if bad.any():
+        return [f"output 0: {int(bad.sum())} samples are not class indexes in [0, {classes}), "
+                f"e.g. {samples[bad][0]}"]
+    problems = []
+    for b in range(batches):
+        row = np.asarray(logits[b], np.float64)
+        finite = np.isfinite(row)
+        weights = np.where(finite, np.exp(row - (row[finite].max() if finite.any() else 0)), 0.0)
+        expected = weights / weights.sum()
+        observed = np.bincount(samples[b], minlength=classes) / samples.shape[1]
+        off = np.flatnonzero(np.abs(observed - expected) > tm.multinomial_tolerance)
+        if off.size:
+            details = ", ".join(f"class {c}: frequency {observed[c]:.4f}, probability "
+                                f"{expected[c]:.4f}" for c in off[:3])
+            problems.append(f"output 0 row {b}: {off.size} classes off by more than "
+                            f"{tm.multinomial_tolerance:g}: {details}")
+    return problems
+
+
 def judge(tm, outputs, dims) -> list[str]:
     """Problems with the results of one execution of test model ``tm`` (empty when it
     passes): ``outputs[j]`` holds output j's bytes (at least its expected size),
     ``dims[j]`` its reported dimensions. An output with an expected value must have the
     expected dimensions and meet :func:`tolerance_for` (relaxed per :func:`is_relaxed`);
-    ignored outputs are only checked for their dimensions. Shared by the CTS and the VTS."""
+    ignored outputs are only checked for their dimensions. A RANDOM_MULTINOMIAL model
+    (``tm.multinomial_tolerance`` > 0) is judged by :func:`multinomial_problems` instead of
+    the element-wise rule. Shared by the CTS, the VTS and ``runtime.tools.refcheck``."""
     relaxed = is_relaxed(tm)
     problems = []
+    multinomial = (getattr(tm, "multinomial_tolerance", 0) or 0) > 0
     for j, idx in enumerate(tm.main.output_indexes):
         o = tm.main.operands[idx]
         if o.data is not None and list(o.data.shape) != list(dims[j]):
             problems.append(f"output {j}: dimensions {list(dims[j])}, expected {list(o.data.shape)}")
             continue
-        if o.is_ignored or o.data is None:
+        if o.is_ignored or o.data is None or multinomial:
             continue
         dtype = operand_dtype(o.type)
         actual = np.frombuffer(bytes(outputs[j][:o.data.size * dtype.itemsize]), dtype)
         msg = compare(o.data, actual, tolerance_for(o.type, relaxed, tm.name))
         if msg:
             problems.append(f"output {j} ({T(o.type).name}): {msg}")
+    if multinomial and not problems:
+        problems += multinomial_problems(tm, outputs, dims)
     return problems

@@ -1,5 +1,7 @@
-"""Run corpus test models through the reference executor (HAL path) and compare with the
-NNAPI criteria: a quick check of the reference kernels.
+"""Run corpus test models through the reference executor (HAL path) and judge the results
+with the suites' criteria (:func:`runtime.testing.criteria.judge`: element-wise NNAPI
+tolerances, expected dimensions, the distribution check of RANDOM_MULTINOMIAL): a quick
+check of the reference kernels.
 
 Usage: ``python -m runtime.tools.refcheck [--corpus DIR] [--versions V1_0 V1_1] [--op CONV_2D] [-v]``
 """
@@ -10,14 +12,15 @@ import collections
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import HalError
 from ..executor import execute
 from ..hal.validate import validate_model, validate_request
-from ..testing.criteria import compare, tolerance_for
+from ..testing.criteria import judge
 from ..testing.hal_convert import read_outputs, to_hal_model, to_hal_request
 from ..testing.support import not_implemented_reason
 from ..testing.test_model import iter_corpus
-from ..types import OperandType
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "cts" / "corpus"
 
@@ -38,15 +41,9 @@ def check_model(tm) -> tuple[str, str]:
     if tm.expect_failure:
         return "fail", "expected a failure, got success"
     outputs = read_outputs(tm, request, shapes)
-    relaxed = tm.is_relaxed or any(o.type == OperandType.TENSOR_FLOAT16 for o in tm.main.operands)
-    for j, idx in enumerate(tm.main.output_indexes):
-        o = tm.main.operands[idx]
-        if o.is_ignored or o.data is None:
-            continue
-        msg = compare(o.data, outputs[j], tolerance_for(o.type, relaxed, tm.name))
-        if msg:
-            return "fail", f"output {j}: {msg}"
-    return "pass", ""
+    problems = judge(tm, [np.ascontiguousarray(o).tobytes() for o in outputs],
+                     [s.dimensions for s in shapes])
+    return ("fail", "; ".join(problems)) if problems else ("pass", "")
 
 
 def main(argv=None) -> int:
