@@ -35,30 +35,45 @@ import numpy as np
 from ..types import OperandType, OperationType
 from .base import (OpContext, OperandView, OperationDef, check, register, scalar,
                    sig, tensor)
-from .common import check_same_quant, from_float, int_vector, is_quant, to_float
+from .common import (check_same_quant, from_float, from_nhwc, int_vector, is_quant,
+                     layout_dims, layout_flag, nhwc_dims, to_float, to_nhwc)
 
 T = OperandType
 F32, Q8, I32 = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
-Q8S = T.TENSOR_QUANT8_ASYMM_SIGNED
+F16, Q8S = T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM_SIGNED
 DATA_TYPES = (F32, Q8)
+#: Feature level of the TENSOR_FLOAT16 forms and of the NCHW layout flag.
+FL3 = 3
 #: Feature level of the TENSOR_QUANT8_ASYMM_SIGNED twin of every signature here.
 SIGNED_LEVEL = 4
 
 
 def _levels(level: int) -> list[tuple[int, OperandType]]:
     """(feature level, data type) of an operation introduced at ``level``: TENSOR_FLOAT32
-    and TENSOR_QUANT8_ASYMM at ``level``, TENSOR_QUANT8_ASYMM_SIGNED at FL4."""
-    return [(level, t) for t in DATA_TYPES] + [(SIGNED_LEVEL, Q8S)]
+    and TENSOR_QUANT8_ASYMM at ``level``, TENSOR_FLOAT16 at FL3 (or ``level`` if later),
+    TENSOR_QUANT8_ASYMM_SIGNED at FL4."""
+    return ([(level, t) for t in DATA_TYPES] + [(max(level, FL3), F16)]
+            + [(SIGNED_LEVEL, Q8S)])
 
 
 # --- shared pieces ---------------------------------------------------------------------
 
-def _sigs(level: int, extra_inputs, in_ranks=(1, 2, 3, 4), out_ranks=None) -> tuple:
+def _sigs(level: int, extra_inputs, in_ranks=(1, 2, 3, 4), out_ranks=None,
+          layout: bool = False) -> tuple:
     """One signature per data type (TENSOR_FLOAT32, TENSOR_QUANT8_ASYMM at ``level``;
-    TENSOR_QUANT8_ASYMM_SIGNED at FL4): ``input`` of that type and ``in_ranks``, then
-    ``extra_inputs`` (Args), one ``output`` of the same type."""
-    return tuple(sig(lv, [tensor("input", t, in_ranks), *extra_inputs],
-                     [tensor("output", t, out_ranks or in_ranks)]) for lv, t in _levels(level))
+    TENSOR_FLOAT16 at FL3; TENSOR_QUANT8_ASYMM_SIGNED at FL4): ``input`` of that type and
+    ``in_ranks``, then ``extra_inputs`` (Args), one ``output`` of the same type. With
+    ``layout``, each also gets a twin (FL3 at the earliest) taking the optional BOOL
+    NCHW flag as its last input."""
+    out = []
+    for lv, t in _levels(level):
+        inputs = [tensor("input", t, in_ranks), *extra_inputs]
+        outputs = [tensor("output", t, out_ranks or in_ranks)]
+        out.append(sig(lv, inputs, outputs))
+        if layout:
+            out.append(sig(max(lv, FL3), inputs + [scalar("layout", T.BOOL, optional=True)],
+                           outputs))
+    return tuple(out)
 
 
 def _same_quant(ctx: OpContext) -> None:
@@ -215,104 +230,128 @@ _reg(OperationType.RESHAPE, _sigs(1, [tensor("shape", I32, (1,))]), _reshape_pre
      _reshaping(_reshape_prepare), "same values in the shape given by input 1 (-1 inferred)")
 
 
-# --- DEPTH_TO_SPACE, SPACE_TO_DEPTH (FL1, NHWC) ---------------------------------------------
+# --- DEPTH_TO_SPACE, SPACE_TO_DEPTH (FL1; NCHW flag FL3) ------------------------------------
+
+def _layout_index(ctx: OpContext) -> int:
+    """Index of the optional BOOL layout input of a block operation: right after its fixed
+    inputs (DEPTH_TO_SPACE, SPACE_TO_DEPTH, BATCH_TO_SPACE_ND: 2; SPACE_TO_BATCH_ND: 3)."""
+    return 3 if ctx.operation == OperationType.SPACE_TO_BATCH_ND else 2
+
+
+def _nhwc_input(ctx: OpContext) -> tuple[tuple[int, ...], bool]:
+    """(input 0's dims as (N, H, W, C), nchw flag): input 0 must be 4-D."""
+    _rank(ctx, (4,))
+    nchw = layout_flag(ctx, _layout_index(ctx))
+    return nhwc_dims(ctx.inputs[0].dims, nchw), nchw
+
+
+def _nhwc_kernel(kernel):
+    """An execute running ``kernel(ctx, x_nhwc) -> y_nhwc`` on input 0 in NHWC and giving
+    the result back in the operand's layout (NCHW flag, FL3)."""
+    def execute(ctx: OpContext) -> list[np.ndarray]:
+        nchw = layout_flag(ctx, _layout_index(ctx))
+        return [from_nhwc(kernel(ctx, to_nhwc(ctx.value(0), nchw)), nchw)]
+    return execute
+
 
 def _d2s_prepare(ctx: OpContext):
-    """[N, H, W, C] -> [N, H*b, W*b, C/(b*b)]; C must be divisible by b*b."""
+    """[N, H, W, C] -> [N, H*b, W*b, C/(b*b)] (NHWC; NCHW alike); C must be divisible by b*b."""
     _same_quant(ctx)
-    _rank(ctx, (4,))
+    (n, h, w, c), nchw = _nhwc_input(ctx)
     b = _block_size(ctx)
-    n, h, w, c = ctx.inputs[0].dims
     check(c % (b * b) == 0, f"input 0 depth {c} must be divisible by block_size^2 = {b * b}")
-    return [(n, h * b, w * b, c // (b * b))]
+    return [layout_dims((n, h * b, w * b, c // (b * b)), nchw)]
 
 
-def _d2s_execute(ctx: OpContext):
+def _d2s(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     """out[n, h*b + i, w*b + j, c] = in[n, h, w, (i*b + j) * C_out + c]."""
-    x, b = ctx.value(0), ctx.scalar(1)
+    b = ctx.scalar(1)
     n, h, w, c = x.shape
     y = x.reshape(n, h, w, b, b, c // (b * b)).transpose(0, 1, 3, 2, 4, 5)
-    return [y.reshape(n, h * b, w * b, c // (b * b))]
+    return y.reshape(n, h * b, w * b, c // (b * b))
 
 
 def _s2d_prepare(ctx: OpContext):
-    """[N, H, W, C] -> [N, H/b, W/b, C*b*b]; H and W must be divisible by b."""
+    """[N, H, W, C] -> [N, H/b, W/b, C*b*b] (NHWC; NCHW alike); H and W must be divisible
+    by b."""
     _same_quant(ctx)
-    _rank(ctx, (4,))
+    (n, h, w, c), nchw = _nhwc_input(ctx)
     b = _block_size(ctx)
-    n, h, w, c = ctx.inputs[0].dims
     check(h % b == 0 and w % b == 0,
           f"input 0 height {h} and width {w} must be divisible by block_size {b}")
-    return [(n, h // b, w // b, c * b * b)]
+    return [layout_dims((n, h // b, w // b, c * b * b), nchw)]
 
 
-def _s2d_execute(ctx: OpContext):
+def _s2d(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     """Inverse of DEPTH_TO_SPACE: out[n, h, w, (i*b + j) * C + c] = in[n, h*b + i, w*b + j, c]."""
-    x, b = ctx.value(0), ctx.scalar(1)
+    b = ctx.scalar(1)
     n, h, w, c = x.shape
     y = x.reshape(n, h // b, b, w // b, b, c).transpose(0, 1, 3, 2, 4, 5)
-    return [y.reshape(n, h // b, w // b, b * b * c)]
+    return y.reshape(n, h // b, w // b, b * b * c)
 
 
 _BLOCK = [scalar("block_size", T.INT32)]
-_reg(OperationType.DEPTH_TO_SPACE, _sigs(1, _BLOCK, (4,)), _d2s_prepare, _d2s_execute,
-     "move depth blocks of block_size^2 into spatial blocks (NHWC)")
-_reg(OperationType.SPACE_TO_DEPTH, _sigs(1, _BLOCK, (4,)), _s2d_prepare, _s2d_execute,
-     "move spatial blocks of block_size x block_size into depth (NHWC)")
+_reg(OperationType.DEPTH_TO_SPACE, _sigs(1, _BLOCK, (4,), layout=True), _d2s_prepare,
+     _nhwc_kernel(_d2s), "move depth blocks of block_size^2 into spatial blocks (NHWC or NCHW)")
+_reg(OperationType.SPACE_TO_DEPTH, _sigs(1, _BLOCK, (4,), layout=True), _s2d_prepare,
+     _nhwc_kernel(_s2d), "move spatial blocks of block_size x block_size into depth (NHWC or NCHW)")
 
 
-# --- BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND (FL2, NHWC) ---------------------------------------
+# --- BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND (FL2; NCHW flag FL3) -------------------------------
 
 def _b2s_prepare(ctx: OpContext):
-    """[N, H, W, C] -> [N/(b0*b1), H*b0, W*b1, C]; N must be divisible by b0*b1."""
+    """[N, H, W, C] -> [N/(b0*b1), H*b0, W*b1, C] (NHWC; NCHW alike); N must be divisible
+    by b0*b1."""
     _same_quant(ctx)
-    _rank(ctx, (4,))
+    (n, h, w, c), nchw = _nhwc_input(ctx)
     b0, b1 = _block_shape(ctx)
-    n, h, w, c = ctx.inputs[0].dims
     check(n % (b0 * b1) == 0,
           f"input 0 batches {n} must be divisible by block_shape product {b0 * b1}")
-    return [(n // (b0 * b1), h * b0, w * b1, c)]
+    return [layout_dims((n // (b0 * b1), h * b0, w * b1, c), nchw)]
 
 
-def _b2s_execute(ctx: OpContext):
+def _b2s(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     """out[n, h*b0 + i, w*b1 + j, c] = in[(i*b1 + j) * N_out + n, h, w, c]."""
-    x, (b0, b1) = ctx.value(0), int_vector(ctx, 1, "block_shape")
+    b0, b1 = int_vector(ctx, 1, "block_shape")
     n, h, w, c = x.shape
     y = x.reshape(b0, b1, n // (b0 * b1), h, w, c).transpose(2, 3, 0, 4, 1, 5)
-    return [y.reshape(n // (b0 * b1), h * b0, w * b1, c)]
+    return y.reshape(n // (b0 * b1), h * b0, w * b1, c)
 
 
 def _s2b_prepare(ctx: OpContext):
-    """[N, H, W, C] -> [N*b0*b1, Hp/b0, Wp/b1, C] where Hp, Wp are H, W plus the paddings
-    (input 2, [2, 2], >= 0); Hp and Wp must be divisible by the block shape."""
+    """[N, H, W, C] -> [N*b0*b1, Hp/b0, Wp/b1, C] (NHWC; NCHW alike) where Hp, Wp are H, W
+    plus the paddings (input 2, [2, 2], >= 0); Hp and Wp must be divisible by the block
+    shape."""
     _same_quant(ctx)
-    _rank(ctx, (4,))
+    (n, h, w, c), nchw = _nhwc_input(ctx)
     b0, b1 = _block_shape(ctx)
     p = _paddings(ctx, 2, 2)
-    n, h, w, c = ctx.inputs[0].dims
     hp, wp = h + int(p[0].sum()), w + int(p[1].sum())
     check(hp % b0 == 0 and wp % b1 == 0,
           f"padded height {hp} and width {wp} must be divisible by block_shape [{b0}, {b1}]")
-    return [(n * b0 * b1, hp // b0, wp // b1, c)]
+    return [layout_dims((n * b0 * b1, hp // b0, wp // b1, c), nchw)]
 
 
-def _s2b_execute(ctx: OpContext):
-    """Zero-pad H and W (logical zero), then out[(i*b1 + j) * N + n, h, w, c] =
-    padded[n, h*b0 + i, w*b1 + j, c]."""
-    x, (b0, b1) = ctx.value(0), int_vector(ctx, 1, "block_shape")
+def _s2b(ctx: OpContext, x: np.ndarray) -> np.ndarray:
+    """Pad H and W with logical zero (0, or the zeroPoint of a quantized input: FL3 rule),
+    then out[(i*b1 + j) * N + n, h, w, c] = padded[n, h*b0 + i, w*b1 + j, c]."""
+    b0, b1 = int_vector(ctx, 1, "block_shape")
     p = ctx.value(2).astype(np.int64)
     x = np.pad(x, [(0, 0), tuple(p[0]), tuple(p[1]), (0, 0)],
                constant_values=_pad_value(ctx.inputs[0]))
     n, h, w, c = x.shape
     y = x.reshape(n, h // b0, b0, w // b1, b1, c).transpose(2, 4, 0, 1, 3, 5)
-    return [y.reshape(n * b0 * b1, h // b0, w // b1, c)]
+    return y.reshape(n * b0 * b1, h // b0, w // b1, c)
 
 
-_reg(OperationType.BATCH_TO_SPACE_ND, _sigs(2, [tensor("block_shape", I32, (1,))], (4,)),
-     _b2s_prepare, _b2s_execute, "move batch blocks back into the spatial grid (NHWC)")
+_reg(OperationType.BATCH_TO_SPACE_ND,
+     _sigs(2, [tensor("block_shape", I32, (1,))], (4,), layout=True),
+     _b2s_prepare, _nhwc_kernel(_b2s), "move batch blocks back into the spatial grid (NHWC or NCHW)")
 _reg(OperationType.SPACE_TO_BATCH_ND,
-     _sigs(2, [tensor("block_shape", I32, (1,)), tensor("paddings", I32, (2,))], (4,)),
-     _s2b_prepare, _s2b_execute, "zero-pad, then move spatial blocks into batch (NHWC)")
+     _sigs(2, [tensor("block_shape", I32, (1,)), tensor("paddings", I32, (2,))], (4,),
+           layout=True),
+     _s2b_prepare, _nhwc_kernel(_s2b),
+     "pad with logical zero, then move spatial blocks into batch (NHWC or NCHW)")
 
 
 # --- PAD (FL2) -------------------------------------------------------------------------
