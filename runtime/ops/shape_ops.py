@@ -376,6 +376,49 @@ _reg(OperationType.PAD, _sigs(2, [tensor("paddings", I32, (2,))]), _pad_prepare,
      "pad every dimension with zeros")
 
 
+# --- PAD_V2 (FL3) -----------------------------------------------------------------------
+
+#: Scalar type of PAD_V2's pad value per input type (NNAPI PAD_V2 input 2).
+_PAD_VALUE_TYPE = {F32: T.FLOAT32, F16: T.FLOAT16, Q8: T.INT32}
+
+
+def _pad_v2_value(ctx: OpContext):
+    """PAD_V2 input 2 in input 0's storage: the float value for TENSOR_FLOAT32/FLOAT16; for a
+    quantized input, an INT32 already quantized with input 0's scale and zeroPoint, which
+    must lie in the type's range ([0, 255] for TENSOR_QUANT8_ASYMM). AOSP's CPU kernel keeps
+    the low byte of an out-of-range value; the reference rejects it (OperationError)."""
+    value = ctx.scalar(2)
+    inp = ctx.inputs[0]
+    if is_quant(inp):
+        lo, hi = (0, 255) if inp.type == Q8 else (-128, 127)
+        check(lo <= value <= hi, f"input 2 (pad_value) {value} is out of range [{lo}, {hi}] "
+                                 f"of {inp.type.name}")
+    return value
+
+
+def _pad_v2_prepare(ctx: OpContext):
+    """As PAD: output.dims[i] = paddings[i, 0] + input.dims[i] + paddings[i, 1]."""
+    _pad_v2_value(ctx)
+    return _pad_prepare(ctx)
+
+
+def _pad_v2_execute(ctx: OpContext):
+    """Pad with input 2 (raw value in input 0's type)."""
+    p = ctx.value(1).astype(np.int64)
+    x = ctx.value(0)
+    return [np.pad(x, [tuple(r) for r in p],
+                   constant_values=np.asarray(_pad_v2_value(ctx)).astype(x.dtype))]
+
+
+register(OperationDef(
+    OperationType.PAD_V2,
+    tuple(sig(lv, [tensor("input", t), tensor("paddings", I32, (2,)),
+                   scalar("pad_value", _PAD_VALUE_TYPE[t])], [tensor("output", t)])
+          for lv, t in ((3, F32), (3, F16), (3, Q8))),
+    _pad_v2_prepare, _pad_v2_execute, validate=_same_quant,
+    summary="pad every dimension with a given value"))
+
+
 # --- SQUEEZE (FL2) -------------------------------------------------------------------
 
 def _squeeze_prepare(ctx: OpContext):
