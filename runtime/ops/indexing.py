@@ -1,1 +1,250 @@
-"""Placeholder: operations of feature level 3 land here (issue 7)."""
+"""Indexing and data-movement operations of feature level 3: CHANNEL_SHUFFLE,
+EXPAND_DIMS, GATHER, SLICE, SPLIT and TILE.
+
+Every one moves raw values: a quantized output (TENSOR_QUANT8_ASYMM) must have input 0's
+scale and zeroPoint (NNAPI, checked at model time). Types (FL3): TENSOR_FLOAT16,
+TENSOR_FLOAT32, TENSOR_INT32 and TENSOR_QUANT8_ASYMM, except CHANNEL_SHUFFLE (no
+TENSOR_INT32). The FL4 TENSOR_QUANT8_ASYMM_SIGNED forms are not declared here (issue 8).
+Axis parameters may be negative (counting from the end).
+
+CHANNEL_SHUFFLE (46): input 0 tensor of rank 1-4; input 1 INT32 num_groups > 0 dividing
+    the size of the axis; input 2 INT32 axis in [-n, n). Output: same shape, the axis of
+    size G * S (G groups of S) reordered so that output[i * G + j] = input[j * S + i].
+EXPAND_DIMS (50): input 0 n-D tensor (n >= 1); input 1 INT32 axis in [-(n+1), n+1).
+    Output: (n+1)-D, a dimension of 1 inserted at the axis.
+GATHER (51): input 0 n-D tensor (n >= 1); input 1 INT32 axis in [-n, n); input 2 k-D
+    TENSOR_INT32 indices, every value in [0, input.dims[axis]). Output:
+    input.dims[:axis] + indices.dims + input.dims[axis+1:].
+SLICE (86): input 0 n-D tensor (n >= 1, may be zero-sized); inputs 1 begin, 2 size: 1-D
+    TENSOR_INT32 of n values; 0 <= begin[i] <= dims[i], size[i] = -1 (to the end) or
+    >= 0 with begin[i] + size[i] <= dims[i]. Output: shape size.
+SPLIT (87): input 0 n-D tensor (n >= 1); input 1 INT32 axis in [-n, n); input 2 INT32
+    num_splits > 0, equal to the number of outputs and dividing the axis size. Outputs:
+    num_splits tensors, the axis divided equally (an operation with variadic outputs).
+TILE (89): input 0 n-D tensor (n >= 1); input 1 multiples, 1-D TENSOR_INT32 of n values
+    >= 0 (NNAPI does not say; AOSP's kernel yields an empty output for 0 and undefined
+    results for negative values, which the reference rejects). Output dims[i] *
+    multiples[i], the input repeated along every dimension.
+
+Errors: any rule above broken gives OperationError (GENERAL_FAILURE), naming the input.
+
+Sources: NNAPI ``types.spec`` (NeuralNetworksTypes.h) for each operation; type and level
+rules of AOSP ``common/types/operations/src/*.cpp``; shape rules of the AOSP CPU kernels'
+``prepare`` (``common/cpu_operations/{ChannelShuffle,ExpandDims,Gather,Slice,Tile}.cpp``,
+``splitPrepare`` in OperationsExecutionUtils.cpp, SPLIT in CpuExecutor.cpp).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..types import OperandType, OperationType
+from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
+from .common import check_same_quant, int_vector, read_axis
+
+T = OperandType
+I32 = T.TENSOR_INT32
+#: Data types of the operations here at feature level 3.
+FL3_TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM)
+
+
+def _same_quant(ctx: OpContext) -> None:
+    """validate: every quantized output keeps input 0's scale and zeroPoint."""
+    for j, out in enumerate(ctx.outputs):
+        check_same_quant(ctx.inputs[0], out, f"{ctx.operation.name} output {j}")
+
+
+def _rank(ctx: OpContext, max_rank: int | None = None) -> int:
+    """Rank of input 0: >= 1 (and <= ``max_rank`` if given). Raises OperationError."""
+    r = ctx.inputs[0].rank
+    check(r >= 1 and (max_rank is None or r <= max_rank),
+          f"input 0 has rank {r}, {ctx.operation.name} needs rank 1"
+          + (f" to {max_rank}" if max_rank else " or more"))
+    return r
+
+
+def _sigs(extra_inputs, types=FL3_TYPES, ranks=None, n_outputs: int = 1):
+    """One FL3 signature per data type: input 0 of that type (``ranks``; None = any), the
+    ``extra_inputs`` Args, then output(s) of the same type."""
+    return tuple(sig(3, [tensor("input", t, ranks), *extra_inputs],
+                     [tensor("output", t, ranks)] * n_outputs) for t in types)
+
+
+def _reg(op, sigs, prepare, execute, summary, **kw):
+    register(OperationDef(op, sigs, prepare, execute, validate=_same_quant, summary=summary, **kw))
+
+
+# --- CHANNEL_SHUFFLE ----------------------------------------------------------------------
+
+def _shuffle_params(ctx: OpContext) -> tuple[int, int]:
+    """(num_groups, axis) after the checks of AOSP ``channel_shuffle::prepare``."""
+    _same_quant(ctx)
+    rank = _rank(ctx, 4)
+    axis = read_axis(ctx, 2, rank)
+    groups, size = ctx.scalar(1), ctx.inputs[0].dims[axis]
+    check(groups > 0, f"input 1 (num_groups) value {groups} must be > 0")
+    check(size % groups == 0,
+          f"input 1 (num_groups) value {groups} must divide dimension {axis} of input 0 ({size})")
+    return groups, axis
+
+
+def _shuffle_prepare(ctx: OpContext):
+    _shuffle_params(ctx)
+    return [ctx.inputs[0].dims]
+
+
+def _shuffle_execute(ctx: OpContext):
+    """Axis viewed as [G, S], transposed to [S, G]."""
+    groups, axis = _shuffle_params(ctx)
+    x = ctx.value(0)
+    dims = x.shape
+    outer, inner = math.prod(dims[:axis]), math.prod(dims[axis + 1:])
+    y = x.reshape(outer, groups, dims[axis] // groups, inner).transpose(0, 2, 1, 3)
+    return [np.ascontiguousarray(y).reshape(dims)]
+
+
+_reg(OperationType.CHANNEL_SHUFFLE,
+     _sigs([scalar("num_groups", T.INT32), scalar("axis", T.INT32)],
+           types=(T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM), ranks=(1, 2, 3, 4)),
+     _shuffle_prepare, _shuffle_execute, "interleave the groups of channels along an axis")
+
+
+# --- EXPAND_DIMS --------------------------------------------------------------------------
+
+def _expand_prepare(ctx: OpContext):
+    """Input dims with a 1 inserted at the axis (input 1, in [-(n+1), n+1))."""
+    _same_quant(ctx)
+    dims = list(ctx.inputs[0].dims)
+    axis = read_axis(ctx, 1, _rank(ctx) + 1)
+    dims.insert(axis, 1)
+    return [tuple(dims)]
+
+
+def _expand_execute(ctx: OpContext):
+    return [ctx.value(0).reshape(_expand_prepare(ctx)[0])]
+
+
+_reg(OperationType.EXPAND_DIMS, _sigs([scalar("axis", T.INT32)]), _expand_prepare,
+     _expand_execute, "insert a dimension of size 1")
+
+
+# --- GATHER -------------------------------------------------------------------------------
+
+def _gather_params(ctx: OpContext) -> int:
+    """The axis, after checking it and that every index lies in [0, dims[axis])."""
+    _same_quant(ctx)
+    axis = read_axis(ctx, 1, _rank(ctx))
+    size = ctx.inputs[0].dims[axis]
+    idx = ctx.value(2)
+    if idx.size:
+        lo, hi = int(idx.min()), int(idx.max())
+        check(lo >= 0 and hi < size,
+              f"input 2 (indices) values must be in [0, {size}) (dimension {axis} of input 0), "
+              f"got {lo if lo < 0 else hi}")
+    return axis
+
+
+def _gather_prepare(ctx: OpContext):
+    """input.dims[:axis] + indices.dims + input.dims[axis+1:]."""
+    axis = _gather_params(ctx)
+    dims = ctx.inputs[0].dims
+    return [(*dims[:axis], *ctx.inputs[2].dims, *dims[axis + 1:])]
+
+
+def _gather_execute(ctx: OpContext):
+    axis = _gather_params(ctx)
+    return [np.take(ctx.value(0), ctx.value(2).astype(np.int64), axis=axis)]
+
+
+_reg(OperationType.GATHER,
+     _sigs([scalar("axis", T.INT32), tensor("indices", I32, None)]),
+     _gather_prepare, _gather_execute, "gather slices along an axis at the given indices")
+
+
+# --- SLICE --------------------------------------------------------------------------------
+
+def _slice_bounds(ctx: OpContext) -> list[tuple[int, int]]:
+    """(begin, size) per dimension, checked as AOSP ``slice::prepare`` does."""
+    _same_quant(ctx)
+    dims = ctx.inputs[0].dims
+    rank = _rank(ctx)
+    begin, size = int_vector(ctx, 1, "begin", rank), int_vector(ctx, 2, "size", rank)
+    out = []
+    for i, (d, b, s) in enumerate(zip(dims, begin, size)):
+        check(0 <= b <= d, f"input 1 (begin) value {b} for dimension {i} is out of range [0, {d}]")
+        if s == -1:
+            s = d - b
+        check(s >= 0, f"input 2 (size) value {s} for dimension {i} must be >= 0 or -1")
+        check(b + s <= d, f"input 1 (begin) {b} + input 2 (size) {s} exceed dimension {i} ({d})")
+        out.append((b, s))
+    return out
+
+
+def _slice_prepare(ctx: OpContext):
+    return [tuple(s for _, s in _slice_bounds(ctx))]
+
+
+def _slice_execute(ctx: OpContext):
+    region = tuple(slice(b, b + s) for b, s in _slice_bounds(ctx))
+    return [np.ascontiguousarray(ctx.value(0)[region])]
+
+
+_reg(OperationType.SLICE,
+     _sigs([tensor("begin", I32, (1,)), tensor("size", I32, (1,))]),
+     _slice_prepare, _slice_execute, "slice of a given size from a given position")
+
+
+# --- SPLIT --------------------------------------------------------------------------------
+
+def _split_params(ctx: OpContext) -> tuple[int, int]:
+    """(axis, num_splits): num_splits > 0, equal to the output count, dividing the axis."""
+    _same_quant(ctx)
+    axis = read_axis(ctx, 1, _rank(ctx))
+    n, size = ctx.scalar(2), ctx.inputs[0].dims[axis]
+    check(n > 0, f"input 2 (num_splits) value {n} must be > 0")
+    check(n == len(ctx.outputs),
+          f"input 2 (num_splits) value {n} must equal the number of outputs ({len(ctx.outputs)})")
+    check(size % n == 0,
+          f"input 2 (num_splits) value {n} must divide dimension {axis} of input 0 ({size})")
+    return axis, n
+
+
+def _split_prepare(ctx: OpContext):
+    axis, n = _split_params(ctx)
+    dims = list(ctx.inputs[0].dims)
+    dims[axis] //= n
+    return [tuple(dims)] * n
+
+
+def _split_execute(ctx: OpContext):
+    axis, n = _split_params(ctx)
+    return [np.ascontiguousarray(p) for p in np.split(ctx.value(0), n, axis=axis)]
+
+
+_reg(OperationType.SPLIT, _sigs([scalar("axis", T.INT32), scalar("num_splits", T.INT32)]),
+     _split_prepare, _split_execute, "split into equal parts along an axis",
+     variadic_outputs=True)
+
+
+# --- TILE ---------------------------------------------------------------------------------
+
+def _multiples(ctx: OpContext) -> list[int]:
+    """Input 1: one value >= 0 per input dimension."""
+    _same_quant(ctx)
+    m = int_vector(ctx, 1, "multiples", _rank(ctx))
+    check(min(m) >= 0, f"input 1 (multiples) values must be >= 0, got {m}")
+    return m
+
+
+def _tile_prepare(ctx: OpContext):
+    """output.dims[i] = input.dims[i] * multiples[i]."""
+    return [tuple(d * m for d, m in zip(ctx.inputs[0].dims, _multiples(ctx)))]
+
+
+def _tile_execute(ctx: OpContext):
+    return [np.tile(ctx.value(0), _multiples(ctx))]
+
+
+_reg(OperationType.TILE, _sigs([tensor("multiples", I32, (1,))]), _tile_prepare, _tile_execute,
+     "repeat the input along every dimension")
