@@ -1,10 +1,33 @@
-"""MEAN (it appears at FL2): TENSOR_FLOAT32 and TENSOR_QUANT8_ASYMM at FL2, and the
-TENSOR_QUANT8_ASYMM_SIGNED twin (same inputs) at FL4.
+"""Reductions over a list of dimensions: MEAN (FL2) and REDUCE_ALL, REDUCE_ANY, REDUCE_MAX,
+REDUCE_MIN, REDUCE_PROD, REDUCE_SUM (FL3).
 
-Not declared here: TENSOR_FLOAT16 (FL3), and the REDUCE_* operations (FL3).
+Common shape: input 0 a tensor of rank 1-4; input 1 a 1-D TENSOR_INT32 of dimensions to
+reduce, each in [-rank, rank) (negative counts from the end; repeats allowed; an empty
+list reduces nothing); input 2 keep_dims. Output: the input dims with the reduced ones
+set to 1 (keep_dims) or removed, [1] if every dimension is removed.
 
-Sources: NNAPI ``NeuralNetworksTypes.h`` MEAN; level rules of AOSP ``validateOperation``
-(LegacyUtils.cpp); shape rules of ``meanPrepare`` (OperationsExecutionUtils.cpp).
+MEAN (31): TENSOR_FLOAT32, TENSOR_QUANT8_ASYMM (FL2), TENSOR_FLOAT16 (FL3),
+    TENSOR_QUANT8_ASYMM_SIGNED (FL4); keep_dims INT32 (> 0 keeps). Mean of the real values
+    in float64, stored in the output type (quantized: input 0's scale and zeroPoint, round
+    half away from zero, saturate).
+REDUCE_ALL (75), REDUCE_ANY (76), FL3: TENSOR_BOOL8 in and out; logical and / or.
+REDUCE_MAX (77), REDUCE_MIN (78), FL3: TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_QUANT8_ASYMM
+    (output with input 0's scale and zeroPoint; raw values compared). A reduction over an
+    empty dimension gives AOSP's initial value (the type's lowest / highest finite value).
+REDUCE_PROD (79), REDUCE_SUM (80), FL3: TENSOR_FLOAT16, TENSOR_FLOAT32. Computed in float64
+    with one rounding to the output type (TENSOR_FLOAT16 policy of common.py). PROD: a
+    slice holding a zero gives 0 even with an infinity in it, as AOSP's kernel does
+    (``Reduce.cpp`` returns 0 when either factor is 0, so 0 * inf is not NaN).
+The keep_dims of the REDUCE_* operations is a BOOL scalar. The FL4
+TENSOR_QUANT8_ASYMM_SIGNED forms of REDUCE_MAX / REDUCE_MIN are not declared here (issue 8).
+
+Errors (OperationError): input rank outside 1-4, input 1 not 1-D, an axis out of range;
+at model time, a quantized output whose scale/zeroPoint differ from input 0's.
+
+Sources: NNAPI ``types.spec`` (NeuralNetworksTypes.h) MEAN and REDUCE_*; level rules of
+AOSP ``validateOperation`` (LegacyUtils.cpp, MEAN) and
+``common/types/operations/src/Reduce.cpp``; shape rules of ``meanPrepare``
+(OperationsExecutionUtils.cpp) and ``reduce::prepare`` (``common/cpu_operations/Reduce.cpp``).
 """
 from __future__ import annotations
 
@@ -15,18 +38,20 @@ from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import check_same_quant, from_float, int_vector, to_float
 
 T = OperandType
+F16, F32, Q8 = T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM
 
 
 def _validate(ctx: OpContext) -> None:
     """A TENSOR_QUANT8_ASYMM (FL2) or TENSOR_QUANT8_ASYMM_SIGNED (FL4) output has input 0's
-    scale and zeroPoint (NNAPI MEAN)."""
-    check_same_quant(ctx.inputs[0], ctx.outputs[0], "MEAN")
+    scale and zeroPoint (NNAPI MEAN, REDUCE_MAX, REDUCE_MIN)."""
+    check_same_quant(ctx.inputs[0], ctx.outputs[0], ctx.operation.name)
 
 
 def _axes(ctx: OpContext) -> tuple[tuple[int, ...], bool]:
     """(sorted distinct reduced dimensions, keep_dims). Input 1 is a 1-D TENSOR_INT32 of
-    values in [-rank, rank) (negative counts from the end; repeats allowed); input 2
-    (INT32) keeps the reduced dimensions with size 1 when > 0. Raises OperationError."""
+    values in [-rank, rank) (negative counts from the end; repeats allowed); input 2 keeps
+    the reduced dimensions with size 1 when true (BOOL) or > 0 (MEAN's INT32).
+    Raises OperationError."""
     rank = ctx.inputs[0].rank
     check(1 <= rank <= 4, f"input 0 must have rank 1 to 4, got {rank}")
     axes = int_vector(ctx, 1, "axis")
@@ -46,7 +71,7 @@ def _prepare(ctx: OpContext):
     return [tuple(d for i, d in enumerate(dims) if i not in axes) or (1,)]
 
 
-def _execute(ctx: OpContext):
+def _mean(ctx: OpContext):
     """Mean of the real values (dequantized for the quant8 types, summed in float64),
     stored in the output type (quantized: round half away from zero, saturate)."""
     axes, _ = _axes(ctx)
@@ -58,7 +83,54 @@ register(OperationDef(
     OperationType.MEAN,
     tuple(sig(level, [tensor("input", t), tensor("axis", T.TENSOR_INT32, (1,)),
                       scalar("keep_dims", T.INT32)], [tensor("output", t)])
-          for level, t in ((2, T.TENSOR_FLOAT32), (2, T.TENSOR_QUANT8_ASYMM),
-                           (4, T.TENSOR_QUANT8_ASYMM_SIGNED))),
-    _prepare, _execute, validate=_validate,
+          for level, t in ((2, F32), (2, Q8), (3, F16), (4, T.TENSOR_QUANT8_ASYMM_SIGNED))),
+    _prepare, _mean, validate=_validate,
     summary="mean over the given dimensions, optionally keeping them"))
+
+
+# --- REDUCE_* (FL3) ----------------------------------------------------------------------
+
+def _extreme(np_reduce, use_max: bool):
+    """Raw max/min with AOSP's initial value (so an empty reduction gives it)."""
+    def reduce(x: np.ndarray, axes) -> np.ndarray:
+        info = np.finfo(x.dtype) if x.dtype.kind == "f" else np.iinfo(x.dtype)
+        return np_reduce(x, axis=axes, initial=info.min if use_max else info.max)
+    return reduce
+
+
+def _sum(x: np.ndarray, axes) -> np.ndarray:
+    return x.astype(np.float64).sum(axis=axes)
+
+
+def _prod(x: np.ndarray, axes) -> np.ndarray:
+    x = x.astype(np.float64)
+    return np.where((x == 0).any(axis=axes), 0.0, x.prod(axis=axes))
+
+
+def _kernel(reduce):
+    def execute(ctx: OpContext):
+        """The reduction over the listed dimensions, in the output's type and shape."""
+        shape = _prepare(ctx)[0]
+        axes, _ = _axes(ctx)
+        x = ctx.value(0)
+        result = np.asarray(reduce(x, axes)).astype(x.dtype)
+        return [result.reshape(shape)]
+    return execute
+
+
+def _reduce_sigs(types):
+    return tuple(sig(3, [tensor("input", t), tensor("axes", T.TENSOR_INT32, (1,)),
+                         scalar("keep_dims", T.BOOL)], [tensor("output", t)]) for t in types)
+
+
+for _op, _types, _reduce, _summary in (
+        (OperationType.REDUCE_ALL, (T.TENSOR_BOOL8,), np.all, "logical and over dimensions"),
+        (OperationType.REDUCE_ANY, (T.TENSOR_BOOL8,), np.any, "logical or over dimensions"),
+        (OperationType.REDUCE_MAX, (F16, F32, Q8), _extreme(np.max, True),
+         "maximum over dimensions"),
+        (OperationType.REDUCE_MIN, (F16, F32, Q8), _extreme(np.min, False),
+         "minimum over dimensions"),
+        (OperationType.REDUCE_PROD, (F16, F32), _prod, "product over dimensions"),
+        (OperationType.REDUCE_SUM, (F16, F32), _sum, "sum over dimensions")):
+    register(OperationDef(_op, _reduce_sigs(_types), _prepare, _kernel(_reduce),
+                          validate=_validate, summary=_summary))
