@@ -55,16 +55,20 @@ def _execute(ctx: OpContext):
     logits = np.asarray(ctx.value(0), np.float64)
     seeds = [int(s) & 0xFFFFFFFF for s in ctx.value(2)]
     rng = np.random.default_rng(None if seeds == [0, 0] else seeds)
-    out = np.empty((batches, samples), np.int32)
+    finite = np.isfinite(logits)
+    empty = np.flatnonzero(~finite.any(axis=1))
+    check(empty.size == 0, f"input 0 (logits) row {empty[0] if empty.size else 0} has no "
+                           f"finite value")
+    top = np.where(finite, logits, -np.inf).max(axis=1, keepdims=True)
+    cdf = np.cumsum(np.where(finite, np.exp(logits - top), 0.0), axis=1)
+    # All rows in one sorted search: row b's normalized cdf lies in (b, b + 1], its
+    # targets are b + u (u uniform in [0, 1)); float64 keeps u to 2^-29 for 2^24 rows.
     classes = logits.shape[1]
-    for b in range(batches):  # a small dimension; each row is vectorized
-        row = logits[b]
-        finite = np.isfinite(row)
-        check(finite.any(), f"input 0 (logits) row {b} has no finite value")
-        weights = np.where(finite, np.exp(row - row[finite].max()), 0.0)
-        cdf = np.cumsum(weights)
-        picks = np.searchsorted(cdf, rng.random(samples) * cdf[-1], side="right")
-        out[b] = np.minimum(picks, classes - 1)
+    rows = np.arange(batches)[:, None]
+    keys = (cdf / cdf[:, -1:] + rows).reshape(-1)
+    targets = (rng.random((batches, samples)) + rows).reshape(-1)
+    picks = np.searchsorted(keys, targets, side="right").reshape(batches, samples)
+    out = np.clip(picks - rows * classes, 0, classes - 1).astype(np.int32)
     return [out]
 
 

@@ -67,6 +67,22 @@ from .recurrent import (AUX_NAMES, FLOAT_FORMS, LN_NAMES, LstmSlots, cell_tensor
 
 T = OperandType
 
+#: Work bounds of the reference sequence kernels (a Python loop over time steps): at most
+#: this many time steps, and this many multiply-adds per operation. A hostile but valid
+#: model (a 16-million-step sequence) fails with GENERAL_FAILURE instead of running for
+#: minutes; the CTS models use a few dozen steps.
+MAX_TIME_STEPS = 1 << 16
+MAX_MACS = 1 << 28
+
+
+def _check_work(max_time: int, batch: int, macs_per_row: int, directions: int = 1) -> None:
+    """OperationError past :data:`MAX_TIME_STEPS` or :data:`MAX_MACS`."""
+    check(max_time <= MAX_TIME_STEPS, f"input 0 (input) has {max_time} time steps; the reference "
+                                      f"kernel runs at most {MAX_TIME_STEPS}")
+    macs = directions * max_time * batch * macs_per_row
+    check(macs <= MAX_MACS, f"needs {macs} multiply-adds; the reference kernel computes at most "
+                            f"{MAX_MACS} per operation")
+
 
 def _input_dims(ctx: OpContext, time_major_index: int) -> tuple[bool, int, int, int]:
     """(time_major, max_time, batch, input_size) of the 3-D input 0; the time_major
@@ -133,6 +149,8 @@ def _bidirectional_outputs(ctx: OpContext, fw: np.ndarray, bw: np.ndarray, merge
 
 def _run_rnn(x_tm, h, w, r, b, activation, reverse=False, aux_tm=None, aux_w=None):
     """Outputs [max_time, batch, units] of an RNN over time-major ``x_tm``."""
+    _check_work(x_tm.shape[0], h.shape[0],
+                w.size + r.size + (0 if aux_w is None or aux_tm is None else aux_w.size))
     out = np.empty((x_tm.shape[0], h.shape[0], w.shape[0]))
     steps = range(x_tm.shape[0] - 1, -1, -1) if reverse else range(x_tm.shape[0])
     for t in steps:
@@ -256,6 +274,9 @@ def _run_lstm(cell, x_tm: np.ndarray, reverse: bool = False,
     """Outputs [max_time, batch, n_output] of :func:`.recurrent.lstm_step` over
     time-major ``x_tm`` from the cell's input states (last step first if ``reverse``)."""
     h, c = cell.p["h_in"], cell.p["c_in"]
+    _check_work(x_tm.shape[0], x_tm.shape[1],
+                sum(v.size for k, v in cell.p.items() if v is not None and v.ndim == 2
+                    and k not in ("h_in", "c_in")))
     out = np.empty((x_tm.shape[0], x_tm.shape[1], cell.dims.n_output))
     steps = range(x_tm.shape[0] - 1, -1, -1) if reverse else range(x_tm.shape[0])
     for t in steps:
