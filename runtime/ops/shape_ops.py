@@ -1,14 +1,25 @@
-"""Shape and data-movement operations of feature levels 1-2, with their FL4
-quant8-signed twins.
+"""Shape and data-movement operations of feature levels 1-3, with the FL4
+quant8-signed twins of the FL1-2 ones.
 
-FL1: CONCATENATION, RESHAPE, DEPTH_TO_SPACE, SPACE_TO_DEPTH.
-FL2: BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND, PAD, SQUEEZE, STRIDED_SLICE, TRANSPOSE.
+FL1: CONCATENATION (2), DEPTH_TO_SPACE (5), RESHAPE (22), SPACE_TO_DEPTH (26).
+FL2: BATCH_TO_SPACE_ND (29), PAD (32), SPACE_TO_BATCH_ND (33), SQUEEZE (34),
+     STRIDED_SLICE (35), TRANSPOSE (37).
+FL3: PAD_V2 (69), and FL3 forms of all of the above.
 
-Every operation takes TENSOR_FLOAT32 or TENSOR_QUANT8_ASYMM at its level, and
-TENSOR_QUANT8_ASYMM_SIGNED (same operand layout) at FL4 (NHWC for the 4-D block
-operations). Quantized values are moved raw (int8 stays int8), so the output's scale and
-zeroPoint must equal input0's (except CONCATENATION, see below). Later-level forms are not
-declared here: TENSOR_FLOAT16 and the NCHW flag (FL3).
+Types: TENSOR_FLOAT32 and TENSOR_QUANT8_ASYMM at the operation's level, TENSOR_FLOAT16 at
+FL3, TENSOR_QUANT8_ASYMM_SIGNED (same operand layout) at FL4 (PAD_V2: FL3 types only; its
+FL4 twin is issue 8). Shapes (rank up to 4): see each ``prepare``. Quantized values are
+moved raw (int8 stays int8), so the output's scale and zeroPoint must equal input0's
+(except CONCATENATION, see below); checked at model time by ``validate``.
+
+FL3 forms: DEPTH_TO_SPACE, SPACE_TO_DEPTH, BATCH_TO_SPACE_ND and SPACE_TO_BATCH_ND take an
+optional trailing BOOL input (false: NHWC, true: NCHW for input 0 and output 0; the
+kernels run in NHWC through ``common.to_nhwc`` / ``from_nhwc``). CONCATENATION and
+TRANSPOSE accept zero-sized tensors (a dimension of 0 gives an empty output of the right
+shape; NNAPI "since feature level 3"). PAD_V2 pads with input 2: a FLOAT32 scalar for
+TENSOR_FLOAT32, FLOAT16 for TENSOR_FLOAT16, and for TENSOR_QUANT8_ASYMM an INT32 already
+in input 0's quantization, which must lie in [0, 255] (AOSP's CPU kernel keeps the low
+byte of any INT32; the reference rejects an out-of-range value instead).
 
 Two FL1-2 quantization rules only decide the feature level of a model (AOSP
 ``validateOperation`` then reports feature level 3; the model is not invalid), so, like
@@ -21,9 +32,15 @@ with the zeroPoint (logical zero). These rules are about TENSOR_QUANT8_ASYMM onl
 TENSOR_QUANT8_ASYMM_SIGNED use is FL4 anyway, its CONCATENATION inputs may have their own
 scale and zeroPoint (spec) and PAD / SPACE_TO_BATCH_ND pad it with its zeroPoint.
 
+Errors (OperationError, i.e. GENERAL_FAILURE, naming the input and rule): wrong rank,
+block sizes < 1 or not dividing the dimensions, negative paddings or paddings of the
+wrong shape, bad RESHAPE shapes, SQUEEZE dims that are out of range or not of size 1,
+zero strides, non-permutations, axes out of range, an out-of-range PAD_V2 quant8 value.
+
 Sources: NNAPI ``NeuralNetworksTypes.h`` (types.spec) per operation; type and level rules
 of AOSP ``validateOperation`` (LegacyUtils.cpp) and ``operations/*.cpp`` ``validate``;
-parameter rules of their ``prepare`` (OperationsExecutionUtils.cpp and cpu_operations).
+parameter rules of their ``prepare`` (OperationsExecutionUtils.cpp and cpu_operations;
+PAD_V2: ``padPrepare`` and the PAD_V2 case of CpuExecutor.cpp).
 """
 from __future__ import annotations
 
