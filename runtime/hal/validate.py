@@ -192,7 +192,7 @@ def _check_operand(where: str, op: Operand, model: Model, n_referenced: int) -> 
 def _signature_error(opdef, inputs, outputs, feature_level) -> str:
     """Explain why no signature of ``opdef`` fits (the signature that fits longest)."""
     best, best_pos = None, -1
-    for s in opdef.signatures_for(len(inputs)):
+    for s in opdef.signatures_for(len(inputs), len(outputs)):
         if s.feature_level > feature_level:
             continue
         if len(s.inputs) != len(inputs) or len(s.outputs) != len(outputs):
