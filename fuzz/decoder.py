@@ -626,8 +626,11 @@ class _Generator:
             if k == 1 and quant_like and o.scale and is_tensor_type(o.type):
                 ctx["bias_scale"] = float(np.float32(quant_like[0]) * np.float32(o.scale))
         shapes = self.infer(opdef, ins)
+        out_slots = list(sig.outputs)
+        if opdef.variadic_outputs:  # e.g. SPLIT: as many outputs as the inferred shapes say
+            out_slots = out_slots[:1] * (len(shapes) if shapes else 1 + r.u8() % 3)
         outs = []
-        for j, slot in enumerate(sig.outputs):
+        for j, slot in enumerate(out_slots):
             b = r.u8()
             shape = shapes[j] if shapes and j < len(shapes) else None
             if shape is not None and b % 8 < 6:

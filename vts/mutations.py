@@ -273,7 +273,7 @@ def _slot_ranks(op: Operation, operand_index: int, operand_type) -> tuple[set[in
         return None, False
     allowed: set[int] = set()
     found = False
-    for sig in opdef.signatures_for(len(op.inputs)):
+    for sig in opdef.signatures_for(len(op.inputs), len(op.outputs)):
         if len(sig.inputs) != len(op.inputs) or len(sig.outputs) != len(op.outputs):
             continue
         slots = [a for a, i in zip(sig.inputs, op.inputs) if i == operand_index] + \
