@@ -1,15 +1,43 @@
-"""Normalization operations of feature levels 1-2: SOFTMAX, L2_NORMALIZATION and
-LOCAL_RESPONSE_NORMALIZATION.
+"""Normalization operations: SOFTMAX, L2_NORMALIZATION and LOCAL_RESPONSE_NORMALIZATION
+(feature levels 1-3, and SOFTMAX's FL4 quant8-signed twin of its FL1 quant8 form).
 
-Declared: the FL1 signatures, and SOFTMAX's FL4 TENSOR_QUANT8_ASYMM_SIGNED twin of its FL1
-quant8 signature (same inputs and ranks). Not declared: TENSOR_FLOAT16, TENSOR_QUANT8_ASYMM
-for L2_NORMALIZATION, the optional ``axis`` input, other ranks (FL3), and quant8-signed
-L2_NORMALIZATION (FL4, whose quant8 form is FL3). The FL1 ranks apply (SOFTMAX 2 or 4, the
-other two 4). All three normalise along the last dimension.
+SOFTMAX (25). FL1: TENSOR_FLOAT32 and TENSOR_QUANT8_ASYMM input of rank 2 or 4 and a FLOAT32
+beta. FL3: the same types at ranks 1-4, TENSOR_FLOAT16 (FLOAT16 beta) at ranks 1-4, and
+each of the three with an optional INT32 ``axis`` (input 2, default -1, range
+[-rank, rank)). FL4: TENSOR_QUANT8_ASYMM_SIGNED at rank 2 or 4 (the FL4 forms with other
+ranks or an axis are issue 8). Output: same shape and type; a TENSOR_QUANT8_ASYMM output has
+scale 1/256 and zeroPoint 0, a TENSOR_QUANT8_ASYMM_SIGNED one scale 1/256 and zeroPoint
+-128. Zero-sized inputs (e.g. zero batches from BOX_WITH_NMS_LIMIT) give an empty output.
 
-Semantics: NNAPI ``types.spec`` (``NeuralNetworksTypes.h``, HAL 1.0/1.1 ``types.hal``) for
-each operation; parameter checks also follow what the AOSP runtime enforces
-(``common/cpu_operations/{Softmax,L2Normalization,LocalResponseNormalization}.cpp``).
+L2_NORMALIZATION (11). FL1: TENSOR_FLOAT32 of rank 4. FL3: TENSOR_FLOAT32, TENSOR_FLOAT16
+and TENSOR_QUANT8_ASYMM at ranks 1-4, each also with an optional INT32 ``axis`` (input 1,
+default -1). A TENSOR_QUANT8_ASYMM output has scale 1/128 and zeroPoint 128.
+
+LOCAL_RESPONSE_NORMALIZATION (13). Inputs: input, radius (INT32), bias, alpha, beta.
+FL1: TENSOR_FLOAT32 of rank 4 with FLOAT32 scalars. FL3: TENSOR_FLOAT32 at ranks 1-4,
+TENSOR_FLOAT16 at ranks 1-4 with FLOAT16 scalars, each also with an optional INT32
+``axis`` (input 5, default -1).
+
+Which level a use needs comes from its lowest matching signature, as AOSP's ``validate``
+of each operation computes it (``common/types/operations/src/{Softmax,L2Normalization,
+LocalResponseNormalization}.cpp``): a rank other than the FL1 ones, an axis input or a
+TENSOR_FLOAT16 / L2 quant8 operand make it FL3.
+
+Errors (OperationError, i.e. GENERAL_FAILURE, naming the input): rank outside 1-4; axis out
+of [-rank, rank); SOFTMAX beta <= 0 (spec: "positive scaling factor"; AOSP prepare);
+LRN radius < 0 (AOSP prepare) and bias == 0 (spec text); at model time (``validate``) a
+quantized output with the wrong scale/zeroPoint (spec text; AOSP prepare imposes the same
+values) and the same parameter rules on constant scalars.
+
+Semantics: NNAPI ``NeuralNetworksTypes.h`` / ``types.spec`` for each operation and the
+AOSP CPU kernels (``common/cpu_operations/{Softmax,L2Normalization,
+LocalResponseNormalization}.cpp``). Kernels compute in float64 on real values
+(dequantized / cast) and store once in the output type (``common.from_float``: round half
+away from zero and saturate for quant8; one rounding cast for TENSOR_FLOAT16).
+Where the reference follows AOSP rather than the bare spec formula: L2_NORMALIZATION divides
+by ``max(norm, 1e-6)`` like AOSP's float kernels (``kEpsilon``), so an all-zero slice gives
+zeros (the value the spec defines from FL4; undefined before); AOSP's quant8 kernels are
+fixed-point, the reference's float result is within the 1-quantum criterion of them.
 
 The public kernels (:func:`softmax`, :func:`l2_normalization`,
 :func:`local_response_normalization`) work on real values in float64; the registered
@@ -20,15 +48,20 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import OperandType, OperationType
-from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
-from .common import from_float, to_float
+from .base import (RANKS_1_4, OpContext, OperationDef, check, register, scalar, sig,
+                   tensor)
+from .common import from_float, read_axis, to_float
 
 __all__ = ["softmax", "l2_normalization", "local_response_normalization",
            "SOFTMAX_QUANT8_OUTPUT_SCALE", "SOFTMAX_QUANT8_OUTPUT_ZERO_POINT",
-           "SOFTMAX_QUANT8_SIGNED_OUTPUT_ZERO_POINT"]
+           "SOFTMAX_QUANT8_SIGNED_OUTPUT_ZERO_POINT", "L2_NORM_QUANT8_OUTPUT_SCALE",
+           "L2_NORM_QUANT8_OUTPUT_ZERO_POINT", "L2_NORM_EPSILON"]
 
 T = OperandType
-F32, Q8, Q8S = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
+F32, F16, Q8, Q8S = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM,
+                     T.TENSOR_QUANT8_ASYMM_SIGNED)
+#: Scalar type of the float parameters (beta, bias, alpha, ...) for each tensor type.
+_FLOAT_SCALAR = {F32: T.FLOAT32, Q8: T.FLOAT32, Q8S: T.FLOAT32, F16: T.FLOAT16}
 
 #: SOFTMAX TENSOR_QUANT8_ASYMM output quantization required by the spec (FL1+): scale
 #: ``1.f / 256`` (exactly representable in binary32) and zeroPoint 0.
@@ -38,6 +71,11 @@ SOFTMAX_QUANT8_OUTPUT_ZERO_POINT = 0
 SOFTMAX_QUANT8_SIGNED_OUTPUT_ZERO_POINT = -128
 _SOFTMAX_OUTPUT_ZERO_POINT = {Q8: SOFTMAX_QUANT8_OUTPUT_ZERO_POINT,
                               Q8S: SOFTMAX_QUANT8_SIGNED_OUTPUT_ZERO_POINT}
+#: L2_NORMALIZATION TENSOR_QUANT8_ASYMM output quantization (FL3 spec): 1/128 and 128.
+L2_NORM_QUANT8_OUTPUT_SCALE = np.float32(1.0 / 128)
+L2_NORM_QUANT8_OUTPUT_ZERO_POINT = 128
+#: Lower bound of the L2 norm a slice is divided by (AOSP ``kEpsilon`` = 1e-6f).
+L2_NORM_EPSILON = float(np.float32(1e-6))
 
 
 # --- kernels on real values ------------------------------------------------------------
@@ -46,8 +84,8 @@ def softmax(x: np.ndarray, beta: float, axis: int = -1) -> np.ndarray:
     """Softmax of ``x`` along ``axis`` with exponent scale ``beta``.
 
     ``output = exp((x - max(x)) * beta) / sum(exp((x - max(x)) * beta))`` per 1-D slice
-    along ``axis`` (NNAPI SOFTMAX, FL1: the last axis of a rank-2 ``[batch, n]`` or rank-4
-    tensor).
+    along ``axis`` (NNAPI SOFTMAX: FL1 the last axis of a rank-2 or rank-4 tensor; FL3 any
+    axis of a rank 1-4 tensor).
 
     x: real values, any shape, any float dtype (computed in float64). beta: positive
     scalar (the caller checks ``beta > 0``). Returns a float64 array of ``x.shape``. A
@@ -61,13 +99,14 @@ def softmax(x: np.ndarray, beta: float, axis: int = -1) -> np.ndarray:
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
-def l2_normalization(x: np.ndarray, axis: int = -1) -> np.ndarray:
+def l2_normalization(x: np.ndarray, axis: int = -1, epsilon: float = L2_NORM_EPSILON) -> np.ndarray:
     """L2 normalization of ``x`` along ``axis``:
-    ``output = x / sqrt(sum_c x[..., c]^2)`` (NNAPI L2_NORMALIZATION, FL1: the last axis of
-    a rank-4 NHWC tensor, i.e. the channels).
+    ``output = x / max(sqrt(sum_axis x^2), epsilon)`` (NNAPI L2_NORMALIZATION: FL1 the
+    last axis of a rank-4 tensor; FL3 any axis of a rank 1-4 tensor; ``epsilon`` = AOSP's
+    1e-6).
 
-    x: real values, any shape, any float dtype (computed in float64). Returns a float64
-    array of ``x.shape``. A slice that is all zeros gives zeros: the spec leaves this case
+    x: real values, any shape, any float dtype (computed in float64). epsilon: > 0.
+    Returns a float64 array of ``x.shape``. A slice that is all zeros gives zeros: the spec leaves this case
     undefined before feature level 4 and defines it as zero since then, so zero is a valid
     answer at every level.
     """
@@ -75,15 +114,15 @@ def l2_normalization(x: np.ndarray, axis: int = -1) -> np.ndarray:
     if x.size == 0:
         return np.zeros(x.shape, np.float64)
     norm = np.sqrt(np.sum(x * x, axis=axis, keepdims=True))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = x / norm
-    return np.where(norm == 0, 0.0, out)
+    # epsilon > 0 also makes an all-zero slice 0 / epsilon = 0.
+    return x / np.maximum(norm, np.float64(epsilon))
 
 
 def local_response_normalization(x: np.ndarray, radius: int, bias: float, alpha: float,
                                  beta: float, axis: int = -1) -> np.ndarray:
     """Local response normalization of ``x`` along ``axis`` (NNAPI
-    LOCAL_RESPONSE_NORMALIZATION, FL1: the last axis of a rank-4 NHWC tensor)::
+    LOCAL_RESPONSE_NORMALIZATION: FL1 the last axis of a rank-4 tensor; FL3 any axis of a
+    rank 1-4 tensor)::
 
         sqr_sum[..., d] = sum(x[..., max(0, d - radius) : d + radius + 1] ** 2)
         output = x / (bias + alpha * sqr_sum) ** beta
@@ -109,12 +148,42 @@ def local_response_normalization(x: np.ndarray, radius: int, bias: float, alpha:
     return np.moveaxis(out, -1, axis)
 
 
+# --- shared pieces ---------------------------------------------------------------------
+
+def _check_rank(ctx: OpContext) -> int:
+    """Rank of input 0, which must be 1-4 (all three operations, FL3; FL1-2 ranks are the
+    signatures' business). Raises OperationError."""
+    rank = ctx.inputs[0].rank
+    check(1 <= rank <= 4, f"{ctx.operation.name}: input 0 must have rank 1 to 4, got rank {rank}")
+    return rank
+
+
+def _axis(ctx: OpContext, index: int, rank: int) -> int:
+    """The optional INT32 axis input ``index`` (default -1) as an axis in [0, rank)."""
+    if index >= len(ctx.inputs) or ctx.inputs[index].omitted:
+        return rank - 1
+    return read_axis(ctx, index, rank)
+
+
+def _validate_axis(ctx: OpContext, index: int) -> None:
+    """Model-time check of a constant axis against a known input rank."""
+    rank = ctx.inputs[0].rank
+    if ctx.has_value(index) and rank > 0:
+        read_axis(ctx, index, rank)
+
+
+def _with_axis(sigs, level: int = 3):
+    """Each signature of ``sigs`` again (at ``level``) with an optional INT32 axis last."""
+    return tuple(sig(level, [*s.inputs, scalar("axis", T.INT32, optional=True)], s.outputs)
+                 for s in sigs)
+
+
 # --- SOFTMAX ---------------------------------------------------------------------------
 
 def _softmax_validate(ctx: OpContext) -> None:
     """Model-time rules of SOFTMAX: a TENSOR_QUANT8_ASYMM output (FL1) has scale 1/256 and
     zeroPoint 0, a TENSOR_QUANT8_ASYMM_SIGNED output (FL4) scale 1/256 and zeroPoint -128;
-    beta, when constant, is positive."""
+    beta, when constant, is positive; a constant axis lies in [-rank, rank)."""
     out = ctx.outputs[0]
     if out.type in _SOFTMAX_OUTPUT_ZERO_POINT:
         zp = _SOFTMAX_OUTPUT_ZERO_POINT[out.type]
@@ -123,6 +192,7 @@ def _softmax_validate(ctx: OpContext) -> None:
               f"got scale {out.scale} and zeroPoint {out.zero_point}")
     if ctx.has_value(1):
         _check_beta(ctx.scalar(1))
+    _validate_axis(ctx, 2)
 
 
 def _check_beta(beta: float) -> None:
@@ -131,24 +201,27 @@ def _check_beta(beta: float) -> None:
 
 
 def _softmax_prepare(ctx: OpContext) -> list[tuple[int, ...]]:
-    """Output shape = input shape. Checks input 0 has rank 2 or 4 (FL1-2) and beta > 0
-    (spec: "positive scaling factor"; AOSP checks it when preparing)."""
-    dims = tuple(ctx.inputs[0].dims)
-    check(len(dims) in (2, 4),
-          f"SOFTMAX: input 0 must have rank 2 or 4 before feature level 3, got rank {len(dims)}")
+    """Output shape = input shape. Checks input 0 has rank 1-4, beta > 0 (spec: "positive
+    scaling factor"; AOSP checks it when preparing) and the axis (input 2, optional)."""
+    rank = _check_rank(ctx)
     _check_beta(ctx.scalar(1))
-    return [dims]
+    _axis(ctx, 2, rank)
+    return [tuple(ctx.inputs[0].dims)]
 
 
 def _softmax_execute(ctx: OpContext) -> list[np.ndarray]:
-    """SOFTMAX along the last axis; a quant8 output is quantized with scale 1/256 and
-    zeroPoint 0 (probability 1.0 saturates to 255), a quant8-signed one with zeroPoint -128
-    (1.0 saturates to 127)."""
+    """SOFTMAX along the axis (default the last); a quant8 output is quantized with scale
+    1/256 and zeroPoint 0 (probability 1.0 saturates to 255), a quant8-signed one with
+    zeroPoint -128 (1.0 saturates to 127). Beta is read at its operand precision
+    (FLOAT32 or FLOAT16)."""
     x = ctx.inputs[0]
-    real = softmax(to_float(x), np.float64(np.float32(ctx.scalar(1))), axis=-1)
+    axis = _axis(ctx, 2, _check_rank(ctx))
+    real = softmax(to_float(x), float(ctx.scalar(1)), axis=axis)
     return [from_float(ctx.outputs[0], real)]
 
 
+_SOFTMAX_FL3 = tuple(sig(3, [tensor("input", t, RANKS_1_4), scalar("beta", _FLOAT_SCALAR[t])],
+                         [tensor("output", t, RANKS_1_4)]) for t in (F32, Q8, F16))
 register(OperationDef(
     OperationType.SOFTMAX,
     (
@@ -156,34 +229,50 @@ register(OperationDef(
             [tensor("output", F32, (2, 4))]),
         sig(1, [tensor("input", Q8, (2, 4)), scalar("beta", T.FLOAT32)],
             [tensor("output", Q8, (2, 4))]),
+        *_SOFTMAX_FL3, *_with_axis(_SOFTMAX_FL3),
         sig(4, [tensor("input", Q8S, (2, 4)), scalar("beta", T.FLOAT32)],
             [tensor("output", Q8S, (2, 4))]),
     ),
     _softmax_prepare, _softmax_execute, validate=_softmax_validate,
-    summary="exp((x - max) * beta) / sum(exp((x - max) * beta)) over the last axis"))
+    summary="exp((x - max) * beta) / sum(exp((x - max) * beta)) along an axis (default last)"))
 
 
 # --- L2_NORMALIZATION ------------------------------------------------------------------
 
+def _l2_validate(ctx: OpContext) -> None:
+    """Model-time rules: a TENSOR_QUANT8_ASYMM output has scale 1/128 and zeroPoint 128
+    (spec, FL3); a constant axis lies in [-rank, rank)."""
+    out = ctx.outputs[0]
+    if out.type == Q8:
+        check(np.float32(out.scale) == L2_NORM_QUANT8_OUTPUT_SCALE
+              and out.zero_point == L2_NORM_QUANT8_OUTPUT_ZERO_POINT,
+              f"L2_NORMALIZATION: output 0 (TENSOR_QUANT8_ASYMM) must have scale 1/128 and "
+              f"zeroPoint 128, got scale {out.scale} and zeroPoint {out.zero_point}")
+    _validate_axis(ctx, 1)
+
+
 def _l2_prepare(ctx: OpContext) -> list[tuple[int, ...]]:
-    """Output shape = input shape; input 0 must be rank 4 (NHWC) before feature level 3."""
-    dims = tuple(ctx.inputs[0].dims)
-    check(len(dims) == 4,
-          f"L2_NORMALIZATION: input 0 must have rank 4 before feature level 3, got rank {len(dims)}")
-    return [dims]
+    """Output shape = input shape; input 0 of rank 1-4, the axis (input 1, optional) in
+    [-rank, rank)."""
+    _axis(ctx, 1, _check_rank(ctx))
+    return [tuple(ctx.inputs[0].dims)]
 
 
 def _l2_execute(ctx: OpContext) -> list[np.ndarray]:
-    """x / sqrt(sum of squares over the channels), computed in float64 and stored as
-    float32."""
-    return [from_float(ctx.outputs[0], l2_normalization(to_float(ctx.inputs[0]), axis=-1))]
+    """x / max(sqrt(sum of squares along the axis), 1e-6) on real values in float64,
+    stored in the output type (quant8: scale 1/128, zeroPoint 128)."""
+    axis = _axis(ctx, 1, _check_rank(ctx))
+    return [from_float(ctx.outputs[0], l2_normalization(to_float(ctx.inputs[0]), axis=axis))]
 
 
+_L2_FL3 = tuple(sig(3, [tensor("input", t, RANKS_1_4)], [tensor("output", t, RANKS_1_4)])
+                for t in (F32, F16, Q8))
 register(OperationDef(
     OperationType.L2_NORMALIZATION,
-    (sig(1, [tensor("input", F32, (4,))], [tensor("output", F32, (4,))]),),
-    _l2_prepare, _l2_execute,
-    summary="x / sqrt(sum_c x^2) over the last (depth) axis"))
+    (sig(1, [tensor("input", F32, (4,))], [tensor("output", F32, (4,))]),
+     *_L2_FL3, *_with_axis(_L2_FL3)),
+    _l2_prepare, _l2_execute, validate=_l2_validate,
+    summary="x / sqrt(sum x^2) along an axis (default the last)"))
 
 
 # --- LOCAL_RESPONSE_NORMALIZATION ------------------------------------------------------
@@ -201,35 +290,41 @@ def _lrn_check_params(ctx: OpContext, need_values: bool) -> None:
 
 
 def _lrn_validate(ctx: OpContext) -> None:
-    """Model-time rules of LOCAL_RESPONSE_NORMALIZATION on constant parameters."""
+    """Model-time rules of LOCAL_RESPONSE_NORMALIZATION on constant parameters (radius,
+    bias, axis)."""
     _lrn_check_params(ctx, need_values=False)
+    _validate_axis(ctx, 5)
 
 
 def _lrn_prepare(ctx: OpContext) -> list[tuple[int, ...]]:
-    """Output shape = input shape; input 0 must be rank 4 (NHWC) before feature level 3;
-    radius >= 0, bias != 0."""
-    dims = tuple(ctx.inputs[0].dims)
-    check(len(dims) == 4,
-          "LOCAL_RESPONSE_NORMALIZATION: input 0 must have rank 4 before feature level 3, "
-          f"got rank {len(dims)}")
+    """Output shape = input shape; input 0 of rank 1-4; radius >= 0, bias != 0, the axis
+    (input 5, optional) in [-rank, rank)."""
+    _axis(ctx, 5, _check_rank(ctx))
     _lrn_check_params(ctx, need_values=True)
-    return [dims]
+    return [tuple(ctx.inputs[0].dims)]
 
 
 def _lrn_execute(ctx: OpContext) -> list[np.ndarray]:
-    """LRN over the last (depth) axis in float64 with the float32 parameter values, stored
-    as float32."""
+    """LRN along the axis (default the last) in float64 with the parameters at their
+    operand precision (FLOAT32 or FLOAT16), stored in the output type."""
+    axis = _axis(ctx, 5, _check_rank(ctx))
     radius = int(ctx.scalar(1))
-    bias, alpha, beta = (np.float64(np.float32(ctx.scalar(i))) for i in (2, 3, 4))
+    bias, alpha, beta = (float(ctx.scalar(i)) for i in (2, 3, 4))
     real = local_response_normalization(to_float(ctx.inputs[0]), radius, bias, alpha, beta,
-                                        axis=-1)
+                                        axis=axis)
     return [from_float(ctx.outputs[0], real)]
 
 
+def _lrn_sig(level: int, t: OperandType, ranks) -> object:
+    f = _FLOAT_SCALAR[t]
+    return sig(level, [tensor("input", t, ranks), scalar("radius", T.INT32), scalar("bias", f),
+                       scalar("alpha", f), scalar("beta", f)], [tensor("output", t, ranks)])
+
+
+_LRN_FL3 = (_lrn_sig(3, F32, RANKS_1_4), _lrn_sig(3, F16, RANKS_1_4))
 register(OperationDef(
     OperationType.LOCAL_RESPONSE_NORMALIZATION,
-    (sig(1, [tensor("input", F32, (4,)), scalar("radius", T.INT32), scalar("bias", T.FLOAT32),
-             scalar("alpha", T.FLOAT32), scalar("beta", T.FLOAT32)],
-         [tensor("output", F32, (4,))]),),
+    (_lrn_sig(1, F32, (4,)), *_LRN_FL3, *_with_axis(_LRN_FL3)),
     _lrn_prepare, _lrn_execute, validate=_lrn_validate,
-    summary="x / (bias + alpha * sum of squares within radius) ** beta over the last axis"))
+    summary="x / (bias + alpha * sum of squares within radius) ** beta along an axis "
+            "(default the last)"))
