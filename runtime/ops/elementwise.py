@@ -34,6 +34,7 @@ from .common import apply_activation, check_fuse_code, from_float, to_float
 
 T = OperandType
 F32, Q8, Q8S = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
+F16 = T.TENSOR_FLOAT16
 QUANT8 = (Q8, Q8S)
 MAX_RANK = 4
 
@@ -117,10 +118,10 @@ def _div(a, b):
 
 
 for _op, _fn, _levels in (
-        (OperationType.ADD, np.add, [(1, (F32, Q8)), (4, (Q8S,))]),
-        (OperationType.MUL, np.multiply, [(1, (F32, Q8)), (4, (Q8S,))]),
-        (OperationType.SUB, np.subtract, [(2, (F32,))]),
-        (OperationType.DIV, _div, [(2, (F32,))])):
+        (OperationType.ADD, np.add, [(1, (F32, Q8)), (3, (F16,)), (4, (Q8S,))]),
+        (OperationType.MUL, np.multiply, [(1, (F32, Q8)), (3, (F16,)), (4, (Q8S,))]),
+        (OperationType.SUB, np.subtract, [(2, (F32,)), (3, (F16,))]),
+        (OperationType.DIV, _div, [(2, (F32,)), (3, (F16,))])):
     register(OperationDef(_op, _binary_signatures(_levels), _binary_prepare, _binary(_fn),
                           validate=_binary_validate,
                           summary=f"{_op.name}(input0, input1) with broadcasting and fused activation"))
