@@ -1,16 +1,31 @@
-"""2-D pooling: AVERAGE_POOL_2D, L2_POOL_2D and MAX_POOL_2D (NHWC; FL1 signatures and
-their FL4 quant8-signed twins).
+"""2-D pooling: AVERAGE_POOL_2D (1), L2_POOL_2D (12) and MAX_POOL_2D (17), feature levels
+1-3, and the FL4 quant8-signed twins of their FL1 forms.
 
 Inputs: a 4-D input [batches, height, width, depth], the padding (explicit: left, right,
 top, bottom; implicit: a PaddingCode), strides (width, height), filter width and height,
-and a FuseCode; the output is [batches, out_height, out_width, depth]. Types:
-TENSOR_FLOAT32 for all three; TENSOR_QUANT8_ASYMM (FL1) and TENSOR_QUANT8_ASYMM_SIGNED (FL4)
-for AVERAGE_POOL_2D and MAX_POOL_2D (output scale and zeroPoint equal to the input's). Not
-declared: TENSOR_FLOAT16 and the NCHW flag (FL3).
+a FuseCode, and (FL3) an optional BOOL layout flag (input 10 of the explicit form, 7 of
+the implicit one; true: input and output are NCHW [batches, depth, height, width]). The
+output is [batches, out_height, out_width, depth] in the input's layout.
 
-Semantics: NNAPI ``types.spec`` (AVERAGE_POOL_2D = 1, L2_POOL_2D = 12, MAX_POOL_2D = 17; FL1)
+Types: FL1 TENSOR_FLOAT32 for all three, TENSOR_QUANT8_ASYMM for AVERAGE_POOL_2D and
+MAX_POOL_2D (output scale and zeroPoint equal to the input's). FL3: TENSOR_FLOAT16 for all
+three, and the layout flag for every FL1/FL3 type. FL4: TENSOR_QUANT8_ASYMM_SIGNED for
+AVERAGE_POOL_2D and MAX_POOL_2D without the flag (with it: issue 8). L2_POOL_2D has no
+quantized form (AOSP ``pooling::validate``).
+
+Errors (OperationError, naming the rule): input not 4-D, height/width/depth 0 (only
+batches may be 0: zero batches give an empty output), the window rules of
+:func:`.common.read_window` (strides and filter > 0, paddings >= 0 and smaller than the
+filter, output size > 0), a FuseCode out of 0-3; at model time a quantized output whose
+scale or zeroPoint differs from the input's.
+
+Semantics: NNAPI ``types.spec`` (FL1; FL3 for the layout flag and TENSOR_FLOAT16), the
+level rules of AOSP ``pooling::validate`` (``common/types/operations/src/Pooling.cpp``)
 and the AOSP CPU ``prepare`` of ``Pooling.cpp``. Padded cells are not part of a window:
-the average and the L2 norm divide by the number of in-bounds cells.
+the average and the L2 norm divide by the number of in-bounds cells. Kernels run in NHWC
+(``common.to_nhwc`` / ``from_nhwc``) on real values in float64; TENSOR_FLOAT16 follows the
+policy of ``common`` (AOSP computes float16 pooling in float32; the single final rounding
+to float16 is within the fp16 criteria of it).
 """
 from __future__ import annotations
 
@@ -19,27 +34,49 @@ import numpy as np
 from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (Window2D, apply_activation, check_fuse_code, check_same_quant, from_float,
-                     read_window, sliding_windows, to_float, window_args)
+                     from_nhwc, layout_dims, layout_flag, nhwc_dims, read_window,
+                     sliding_windows, to_float, to_nhwc, window_args)
 
 T = OperandType
 F32, Q8, Q8S = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
+F16 = T.TENSOR_FLOAT16
+#: Feature level of the TENSOR_FLOAT16 forms and of the layout flag.
+FL3 = 3
 
 
 def _signatures(types_by_level):
     """Signatures per (feature level, types) entry and type: explicit padding (10 inputs)
-    and implicit padding (7)."""
-    return tuple(
-        sig(level, [tensor("input", t, (4,)), *window_args(explicit),
-                    scalar("filter_width", T.INT32), scalar("filter_height", T.INT32),
-                    scalar("activation", T.INT32)],
-            [tensor("output", t, (4,))])
-        for level, types in types_by_level for t in types for explicit in (True, False))
+    and implicit padding (7), each also (at FL3 at the earliest) with the optional BOOL
+    layout flag last (11 and 8 inputs), except for the FL4 quant8-signed twins."""
+    out = []
+    for level, types in types_by_level:
+        for t in types:
+            for explicit in (True, False):
+                inputs = [tensor("input", t, (4,)), *window_args(explicit),
+                          scalar("filter_width", T.INT32), scalar("filter_height", T.INT32),
+                          scalar("activation", T.INT32)]
+                outputs = [tensor("output", t, (4,))]
+                out.append(sig(level, inputs, outputs))
+                if level <= FL3:
+                    out.append(sig(max(level, FL3),
+                                   inputs + [scalar("layout", T.BOOL, optional=True)], outputs))
+    return tuple(out)
 
 
 def _validate(ctx: OpContext) -> None:
     """Model-time rule: a TENSOR_QUANT8_ASYMM (FL1) or TENSOR_QUANT8_ASYMM_SIGNED (FL4)
     output has the input's scale and zeroPoint. Raises OperationError."""
     check_same_quant(ctx.inputs[0], ctx.outputs[0], ctx.operation.name)
+
+
+def _explicit(ctx: OpContext) -> bool:
+    """Whether the padding is explicit (10 or 11 inputs) rather than implicit (7 or 8)."""
+    return len(ctx.inputs) in (10, 11)
+
+
+def _nchw(ctx: OpContext) -> bool:
+    """The optional layout flag: input 10 (explicit padding) or 7 (implicit)."""
+    return layout_flag(ctx, 10 if _explicit(ctx) else 7)
 
 
 def _params(ctx: OpContext) -> tuple[Window2D, int]:
@@ -49,10 +86,12 @@ def _params(ctx: OpContext) -> tuple[Window2D, int]:
     batches may be 0); window rules of :func:`.common.read_window`. Raises OperationError.
     """
     inp = ctx.inputs[0]
-    check(inp.rank == 4, f"input {inp.dims} must be 4-D")
-    _, h, w, depth = inp.dims
-    check(h > 0 and w > 0 and depth > 0, f"input {inp.dims}: only batches may be 0")
-    explicit = len(ctx.inputs) == 10
+    check(inp.rank == 4, f"input 0 {list(inp.dims)} must be 4-D")
+    _, h, w, depth = nhwc_dims(inp.dims, _nchw(ctx))
+    check(h > 0 and w > 0 and depth > 0,
+          f"input 0 {list(inp.dims)}: height {h}, width {w} and depth {depth} must be > 0 "
+          f"(only batches may be 0)")
+    explicit = _explicit(ctx)
     nxt = 7 if explicit else 4  # filter width, filter height, activation
     activation = ctx.scalar(nxt + 2)
     check_fuse_code(activation)
@@ -63,7 +102,7 @@ def _params(ctx: OpContext) -> tuple[Window2D, int]:
 def _in_bounds_count(ctx: OpContext, win: Window2D) -> np.ndarray:
     """Number of non-padding cells of every window, shape [1, out_h, out_w, 1] (>= 1, since
     each padding is smaller than the filter)."""
-    _, h, w, _ = ctx.inputs[0].dims
+    _, h, w, _ = nhwc_dims(ctx.inputs[0].dims, _nchw(ctx))
     return sliding_windows(np.ones((1, h, w, 1)), win).sum(axis=(3, 4))
 
 
@@ -80,10 +119,12 @@ def _max(ctx: OpContext, win: Window2D, x: np.ndarray) -> np.ndarray:
 
 
 def _prepare(ctx: OpContext):
-    """Output [batches, out_height, out_width, depth]."""
+    """Output [batches, out_height, out_width, depth] (NCHW flag: [batches, depth,
+    out_height, out_width])."""
     win, _ = _params(ctx)
-    batches, _, _, depth = ctx.inputs[0].dims
-    return [(batches, *win.out_hw, depth)]
+    nchw = _nchw(ctx)
+    batches, _, _, depth = nhwc_dims(ctx.inputs[0].dims, nchw)
+    return [layout_dims((batches, *win.out_hw, depth), nchw)]
 
 
 #: Above this many window cells (batches * out_h * out_w * depth * filter_h * filter_w) or
@@ -131,22 +172,28 @@ def _pool_clipped(kind: str, x: np.ndarray, win: Window2D) -> np.ndarray:
 
 def _executor(reduce, kind: str):
     def execute(ctx: OpContext):
-        """Reduce every window of the real (dequantized, float64) input, apply the fused
-        activation, store in the output type."""
+        """Reduce every window of the real (dequantized, float64) input in NHWC, apply the
+        fused activation, store in the output type and layout. Zero batches give an empty
+        output."""
         win, activation = _params(ctx)
-        x = to_float(ctx.inputs[0])
-        real = _pool_clipped(kind, x, win) if _needs_clipping(x, win) else reduce(ctx, win, x)
-        return [from_float(ctx.outputs[0], apply_activation(real, activation))]
+        nchw = _nchw(ctx)
+        x = to_nhwc(to_float(ctx.inputs[0]), nchw)
+        if x.shape[0] == 0:
+            real = np.zeros((0, *win.out_hw, x.shape[3]))
+        else:
+            real = _pool_clipped(kind, x, win) if _needs_clipping(x, win) else reduce(ctx, win, x)
+        return [from_nhwc(from_float(ctx.outputs[0], apply_activation(real, activation)), nchw)]
     return execute
 
 
 for _op, _reduce, _kind, _types, _summary in (
-        (OperationType.AVERAGE_POOL_2D, _average, "average", [(1, (F32, Q8)), (4, (Q8S,))],
-         "mean of the in-bounds cells of each 2-D window (NHWC), fused activation"),
-        (OperationType.L2_POOL_2D, _l2, "l2", [(1, (F32,))],
-         "sqrt(mean of squares) of the in-bounds cells of each 2-D window (NHWC), fused "
+        (OperationType.AVERAGE_POOL_2D, _average, "average",
+         [(1, (F32, Q8)), (FL3, (F16,)), (4, (Q8S,))],
+         "mean of the in-bounds cells of each 2-D window (NHWC or NCHW), fused activation"),
+        (OperationType.L2_POOL_2D, _l2, "l2", [(1, (F32,)), (FL3, (F16,))],
+         "sqrt(mean of squares) of the in-bounds cells of each 2-D window (NHWC or NCHW), fused "
          "activation"),
-        (OperationType.MAX_POOL_2D, _max, "max", [(1, (F32, Q8)), (4, (Q8S,))],
-         "maximum of each 2-D window (NHWC), fused activation")):
+        (OperationType.MAX_POOL_2D, _max, "max", [(1, (F32, Q8)), (FL3, (F16,)), (4, (Q8S,))],
+         "maximum of each 2-D window (NHWC or NCHW), fused activation")):
     register(OperationDef(_op, _signatures(_types), _prepare, _executor(_reduce, _kind),
                           validate=_validate, summary=_summary))
