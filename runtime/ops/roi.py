@@ -1,1 +1,309 @@
-"""Placeholder: operations of feature level 3 land here (issue 7)."""
+"""Region-of-interest operations of feature level 3: ROI_ALIGN, ROI_POOLING and
+HEATMAP_MAX_KEYPOINT.
+
+ROI_ALIGN (81, FL3)
+    Inputs: 0 input [batches, height, width, depth] (NCHW when input 9 is true), 1 roi
+    [num_rois, 4] (x1, y1, x2, y2 in image coordinates), 2 batch_index TENSOR_INT32
+    [num_rois], 3 output_height, 4 output_width (INT32 > 0), 5 height_stride, 6 width_stride
+    (ratio of image to feature map, > 0; FLOAT32, FLOAT16 for TENSOR_FLOAT16), 7
+    height_sampling_ratio, 8 width_sampling_ratio (INT32 >= 0; 0 = adaptive,
+    ceil(roi size / output size)), 9 layout BOOL. Output [num_rois, output_height,
+    output_width, depth] (NCHW: [num_rois, depth, output_height, output_width]); num_rois
+    may be 0 (zero-sized output). Each output cell is the mean of its bin's
+    sampling_ratio^2 bilinearly interpolated points; the roi is at least 1 x 1 feature
+    cells; samples past the last row / column use it.
+ROI_POOLING (82, FL3)
+    Inputs as ROI_ALIGN without the sampling ratios (7 is the layout). Each output cell is
+    the maximum over its bin of the roi, whose corners are rounded to feature cells
+    (round half away from zero, inclusive end); an empty bin gives the zero point (0).
+    Values move raw: a quantized output must keep input 0's scale and zeroPoint.
+HEATMAP_MAX_KEYPOINT (56, FL3)
+    Inputs: 0 heatmaps [num_boxes, size, size, num_keypoints] (NCHW when input 2 is true;
+    size >= 2), 1 boxes [num_boxes, 4] (x1, y1, x2, y2), 2 layout BOOL. Outputs: 0 scores
+    [num_boxes, num_keypoints], 1 keypoints [num_boxes, num_keypoints, 2] (x, y). Per
+    heatmap: the first maximum, refined by the extremum of the quadratic fitted to its 3x3
+    neighbourhood (mirrored at the borders; offset clipped to 1.5 cells, no refinement when
+    the Hessian is singular: |det| < atol + rtol * A00 * A11 with 1e-5, 1e-3 for
+    TENSOR_FLOAT16), mapped into its box.
+
+Types (FL3): TENSOR_FLOAT32 or TENSOR_FLOAT16 for the data and boxes; TENSOR_QUANT8_ASYMM
+data with TENSOR_QUANT16_ASYMM boxes (scale 0.125, zeroPoint 0; keypoints output too).
+Errors (OperationError naming the input): wrong ranks; roi not [num_rois, 4]; batch_index
+not [num_rois] or outside [0, batches); output size, strides <= 0; sampling ratio < 0;
+a quant16 box scale != 0.125 or zeroPoint != 0; a roi with a negative corner, x2 < x1,
+y2 < y1 or a corner past the feature map; heatmap not square or size < 2; boxes not
+[num_boxes, 4]; more work than the reference's bound.
+
+Semantics: NNAPI ``NeuralNetworksTypes.h`` / ``types.spec`` and AOSP
+``common/cpu_operations/RoiAlign.cpp``, ``RoiPooling.cpp``, ``HeatmapMaxKeypoint.cpp``
+(prepare rules and kernels, read for facts). The reference computes real values in
+float64: AOSP's TENSOR_FLOAT16 kernels compute roi geometry in half precision and its
+quant8 ROI_ALIGN rounds the bilinear weights to multiples of 1/255; the reference does
+neither (results agree within the fp16 and 1-quantum criteria on the whole corpus).
+Bilinear sampling is separable, so ROI_ALIGN is computed as W_y @ X @ W_x^T per roi.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import OperandType, OperationType
+from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
+from .common import (check_same_quant, from_float, from_nhwc, is_quant, layout_dims,
+                     layout_flag, nhwc_dims, round_half_away, to_float, to_nhwc)
+from .detection import check_box_quant, check_boxes_ordered
+
+T = OperandType
+F32, F16, Q8, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
+Q16A = T.TENSOR_QUANT16_ASYMM
+FL3 = 3
+FORMS = ((F32, F32, T.FLOAT32), (F16, F16, T.FLOAT16), (Q8, Q16A, T.FLOAT32))
+#: Work bound per roi of the reference kernels (sample positions along one axis times the
+#: feature map extent), so a hostile sampling ratio fails instead of allocating gigabytes.
+MAX_SAMPLE_WORK = 1 << 24
+
+
+def _roi_sigs(align: bool):
+    out = []
+    for data, box, f in FORMS:
+        ins = [tensor("input", data, (4,)), tensor("roi", box, (2,)),
+               tensor("batch_index", I32, (1,)), scalar("output_height", T.INT32),
+               scalar("output_width", T.INT32), scalar("height_stride", f),
+               scalar("width_stride", f)]
+        if align:
+            ins += [scalar("height_sampling_ratio", T.INT32),
+                    scalar("width_sampling_ratio", T.INT32)]
+        ins.append(scalar("layout", T.BOOL))
+        out.append(sig(FL3, ins, [tensor("output", data, (4,))]))
+    return tuple(out)
+
+
+def _roi_params(ctx: OpContext, align: bool):
+    """Checks shapes and scalars; returns (nchw, (n, h, w, c), num_rois, out_h, out_w,
+    h_stride, w_stride, h_ratio, w_ratio)."""
+    layout = 9 if align else 7
+    nchw = layout_flag(ctx, layout)
+    inp, roi, idx = ctx.inputs[:3]
+    check(inp.rank == 4, f"input 0 (input) must be 4-D, got {list(inp.dims)}")
+    check(roi.rank == 2 and roi.dims[1] == 4,
+          f"input 1 (roi) must be [num_rois, 4], got {list(roi.dims)}")
+    check(idx.rank == 1 and idx.dims[0] == roi.dims[0],
+          f"input 2 (batch_index) must be [{roi.dims[0]}], got {list(idx.dims)}")
+    n, h, w, c = nhwc_dims(inp.dims, nchw)
+    if align:
+        check(n > 0 and h > 0 and w > 0 and c > 0,
+              f"input 0 (input) {list(inp.dims)} must be non-empty")
+    out_h, out_w = ctx.scalar(3), ctx.scalar(4)
+    hs, ws = float(ctx.scalar(5)), float(ctx.scalar(6))
+    check(out_h > 0, f"input 3 (output_height) value {out_h} must be > 0")
+    check(out_w > 0, f"input 4 (output_width) value {out_w} must be > 0")
+    check(hs > 0, f"input 5 (height_stride) value {hs} must be > 0")
+    check(ws > 0, f"input 6 (width_stride) value {ws} must be > 0")
+    hr = wr = 0
+    if align:
+        hr, wr = ctx.scalar(7), ctx.scalar(8)
+        check(hr >= 0, f"input 7 (height_sampling_ratio) value {hr} must be >= 0")
+        check(wr >= 0, f"input 8 (width_sampling_ratio) value {wr} must be >= 0")
+    check_box_quant(roi, 1, "roi")
+    return nchw, (n, h, w, c), roi.dims[0], out_h, out_w, hs, ws, hr, wr
+
+
+def _rois(ctx: OpContext, shape, hs: float, ws: float) -> tuple[np.ndarray, np.ndarray]:
+    """Rois in feature-map coordinates [num_rois, 4] (x1, y1, x2, y2 / stride) and their
+    batch indexes, after AOSP's malformed-data checks."""
+    n, h, w, _ = shape
+    roi = to_float(ctx.inputs[1]).reshape(-1, 4)
+    idx = ctx.value(2).astype(np.int64)
+    bad = np.nonzero((idx < 0) | (idx >= n))[0]
+    check(bad.size == 0, f"input 2 (batch_index) value {int(idx[bad[0]]) if bad.size else 0} "
+                         f"is out of range [0, {n})")
+    bad = np.nonzero(~(roi >= 0).all(axis=1))[0]
+    check(bad.size == 0, f"input 1 (roi) {bad[0] if bad.size else 0} has a negative corner")
+    check_boxes_ordered(roi, 1, "roi")
+    scaled = roi * np.array([1 / ws, 1 / hs, 1 / ws, 1 / hs])
+    bad = np.nonzero(~((scaled[:, [0, 2]] <= w).all(axis=1) & (scaled[:, [1, 3]] <= h).all(axis=1)))[0]
+    check(bad.size == 0, f"input 1 (roi) {bad[0] if bad.size else 0} lies outside the "
+                         f"{h} x {w} feature map (after dividing by the strides)")
+    return scaled, idx
+
+
+# --- ROI_ALIGN -------------------------------------------------------------------------
+
+def _align_prepare(ctx: OpContext):
+    """Output [num_rois, out_h, out_w, depth] in the input's layout."""
+    nchw, (_, _, _, c), k, oh, ow, *_ = _roi_params(ctx, True)
+    return [layout_dims((k, oh, ow, c), nchw)]
+
+
+def _interp_matrix(start: float, size: float, out: int, ratio: int, extent: int) -> np.ndarray:
+    """[out, extent] weights: row i sums the bilinear weights of the ``ratio`` samples of
+    bin i along one axis (samples at start + (i + (s + 0.5) / ratio) * size / out; a
+    sample at or past the last cell uses it alone)."""
+    step = size / out
+    check(out * ratio * max(extent, 1) <= MAX_SAMPLE_WORK,
+          f"{out} bins x sampling ratio {ratio} x extent {extent} exceeds the reference's bound")
+    pos = start + step * np.arange(out)[:, None] + (step / ratio) * (np.arange(ratio) + 0.5)
+    lo = np.floor(pos).astype(np.int64)
+    frac = pos - lo
+    last = lo >= extent - 1
+    lo = np.where(last, extent - 1, lo)
+    frac = np.where(last, 0.0, frac)
+    hi = np.minimum(lo + 1, extent - 1)
+    m = np.zeros((out, extent))
+    rows = np.repeat(np.arange(out), ratio)
+    np.add.at(m, (rows, lo.reshape(-1)), (1 - frac).reshape(-1))
+    np.add.at(m, (rows, hi.reshape(-1)), frac.reshape(-1))
+    return m
+
+
+def _align_execute(ctx: OpContext):
+    """Mean of bilinear samples per bin; float64 on real values, stored in the output type."""
+    nchw, shape, k, oh, ow, hs, ws, hr, wr = _roi_params(ctx, True)
+    _, h, w, c = shape
+    out = np.zeros((k, oh, ow, c))
+    if k:
+        x = to_nhwc(to_float(ctx.inputs[0]), nchw)
+        rois, idx = _rois(ctx, shape, hs, ws)
+        for r in range(k):
+            x1, y1, x2, y2 = rois[r]
+            rw, rh = max(x2 - x1, 1.0), max(y2 - y1, 1.0)
+            sw = wr if wr > 0 else int(np.ceil(rw / ow))
+            sh = hr if hr > 0 else int(np.ceil(rh / oh))
+            my = _interp_matrix(y1, rh, oh, sh, h)
+            mx = _interp_matrix(x1, rw, ow, sw, w)
+            out[r] = np.einsum("ih,hwc,jw->ijc", my, x[idx[r]], mx, optimize=True) / (sh * sw)
+    return [from_float(ctx.outputs[0], from_nhwc(out, nchw))]
+
+
+register(OperationDef(OperationType.ROI_ALIGN, _roi_sigs(True), _align_prepare, _align_execute,
+                      summary="Bilinear region-of-interest align (average of samples per bin)"))
+
+
+# --- ROI_POOLING -----------------------------------------------------------------------
+
+def _pool_validate(ctx: OpContext) -> None:
+    """Model-time rule: a quantized output keeps input 0's scale and zeroPoint (values move
+    raw)."""
+    check_same_quant(ctx.inputs[0], ctx.outputs[0], "output 0")
+
+
+def _pool_prepare(ctx: OpContext):
+    """Output [num_rois, out_h, out_w, depth] in the input's layout."""
+    nchw, (_, _, _, c), k, oh, ow, *_ = _roi_params(ctx, False)
+    check_same_quant(ctx.inputs[0], ctx.outputs[0], "output 0")
+    return [layout_dims((k, oh, ow, c), nchw)]
+
+
+def _bin_masks(start: float, end: float, out: int, extent: int) -> np.ndarray:
+    """[out, extent] bool: bin i covers cells [floor(start' + i * step), ceil(start' +
+    (i + 1) * step)) of the rounded roi [round(start), round(end)], clipped to the map."""
+    s, e = int(round_half_away(np.float64(start))), int(round_half_away(np.float64(end)))
+    step = max(e - s + 1, 1) / out
+    i = np.arange(out)
+    lo = np.minimum(np.floor(step * i + s), extent).astype(np.int64)
+    hi = np.minimum(np.ceil(step * (i + 1) + s), extent).astype(np.int64)
+    cells = np.arange(extent)
+    return (cells >= lo[:, None]) & (cells < hi[:, None])
+
+
+def _pool_execute(ctx: OpContext):
+    """Maximum per bin of the raw values (an empty bin gives the zero point)."""
+    nchw, shape, k, oh, ow, hs, ws, _, _ = _roi_params(ctx, False)
+    _, h, w, c = shape
+    inp = ctx.inputs[0]
+    fill = float(inp.zero_point) if is_quant(inp) else 0.0
+    out = np.full((k, oh, ow, c), fill)
+    if k and h and w and c:
+        check(k * max(oh, ow) * h * w * c <= 1 << 27,
+              f"{k} rois x {oh} x {ow} bins over a {h} x {w} x {c} map exceeds the reference's bound")
+        x = to_nhwc(ctx.inputs[0].value, nchw).astype(np.float64)
+        rois, idx = _rois(ctx, shape, hs, ws)
+        for r in range(k):
+            x1, y1, x2, y2 = rois[r]
+            mh, mw = _bin_masks(y1, y2, oh, h), _bin_masks(x1, x2, ow, w)
+            # max over the bin's columns, then over its rows
+            cols = np.where(mw[:, None, :, None], x[idx[r]][None], -np.inf).max(axis=2)  # [ow, h, c]
+            cell = np.where(mh[:, None, :, None], cols[None], -np.inf).max(axis=2)  # [oh, ow, c]
+            out[r] = np.where(np.isneginf(cell), fill, cell)
+    return [from_nhwc(out, nchw).astype(inp.value.dtype)]
+
+
+register(OperationDef(OperationType.ROI_POOLING, _roi_sigs(False), _pool_prepare, _pool_execute,
+                      validate=_pool_validate,
+                      summary="Region-of-interest max pooling"))
+
+
+# --- HEATMAP_MAX_KEYPOINT --------------------------------------------------------------
+
+def _heatmap_sigs():
+    return tuple(sig(FL3, [tensor("heatmaps", data, (4,)), tensor("boxes", box, (2,)),
+                           scalar("layout", T.BOOL)],
+                     [tensor("scores", data, (2,)), tensor("keypoints", box, (3,))])
+                 for data, box, _ in FORMS)
+
+
+def _heatmap_params(ctx: OpContext):
+    nchw = layout_flag(ctx, 2)
+    hm, boxes = ctx.inputs[:2]
+    check(hm.rank == 4, f"input 0 (heatmaps) must be 4-D, got {list(hm.dims)}")
+    check(boxes.rank == 2, f"input 1 (boxes) must be 2-D, got {list(boxes.dims)}")
+    n, size, size_w, k = nhwc_dims(hm.dims, nchw)
+    check(size == size_w, f"input 0 (heatmaps) {list(hm.dims)} must be square")
+    check(size >= 2, f"input 0 (heatmaps) size {size} must be >= 2")
+    check(tuple(boxes.dims) == (n, 4), f"input 1 (boxes) must be [{n}, 4], got {list(boxes.dims)}")
+    check_box_quant(boxes, 1, "boxes")
+    return nchw, n, size, k
+
+
+def _heatmap_prepare(ctx: OpContext):
+    """Outputs [num_boxes, num_keypoints] and [num_boxes, num_keypoints, 2]."""
+    _, n, _, k = _heatmap_params(ctx)
+    return [(n, k), (n, k, 2)]
+
+
+def _heatmap_execute(ctx: OpContext):
+    """Refined maximum of each heatmap (score) and its position in the box (keypoint)."""
+    nchw, n, size, k = _heatmap_params(ctx)
+    if n * k == 0:
+        return [from_float(ctx.outputs[0], np.zeros((n, k))),
+                from_float(ctx.outputs[1], np.zeros((n, k, 2)))]
+    hm = to_nhwc(to_float(ctx.inputs[0]), nchw).transpose(0, 3, 1, 2)  # [n, k, size, size]
+    boxes = to_float(ctx.inputs[1])
+    check_boxes_ordered(boxes, 1, "boxes")
+    flat = hm.reshape(n, k, -1)
+    arg = np.argmax(flat, axis=2)  # the first maximum
+    score = np.take_along_axis(flat, arg[..., None], 2)[..., 0]
+    my, mx = arg // size, arg % size
+    d = np.arange(-1, 2)
+    ys = my[..., None] + d  # [n, k, 3]
+    xs = mx[..., None] + d
+    ys = np.where(ys < 0, 1, np.where(ys >= size, size - 2, ys))
+    xs = np.where(xs < 0, 1, np.where(xs >= size, size - 2, xs))
+    bi, ki = np.arange(n)[:, None, None, None], np.arange(k)[None, :, None, None]
+    g = hm[bi, ki, ys[..., :, None], xs[..., None, :]]  # [n, k, 3, 3] grid[dy][dx]
+    b0 = -(g[..., 1, 2] - g[..., 1, 0]) / 2
+    b1 = -(g[..., 2, 1] - g[..., 0, 1]) / 2
+    a00 = g[..., 1, 0] - 2 * g[..., 1, 1] + g[..., 1, 2]
+    a01 = (g[..., 2, 2] - g[..., 2, 0] - g[..., 0, 2] + g[..., 0, 0]) / 4
+    a11 = g[..., 0, 1] - 2 * g[..., 1, 1] + g[..., 2, 1]
+    tol = 1e-3 if ctx.inputs[0].type == F16 else 1e-5
+    det = a00 * a11 - a01 * a01
+    ok = ~(np.abs(det) < tol + tol * a00 * a11)
+    safe = np.where(ok, det, 1.0)
+    d0 = np.where(ok, (a11 * b0 - a01 * b1) / safe, 0.0)
+    d1 = np.where(ok, (a00 * b1 - a01 * b0) / safe, 0.0)
+    big = np.maximum(np.abs(d0), np.abs(d1))
+    shrink = np.where(big > 1.5, 1.5 / np.where(big > 1.5, big, 1.0), 1.0)
+    d0, d1 = d0 * shrink, d1 * shrink
+    refined = g[..., 1, 1] - b0 * d0 - b1 * d1 + \
+        ((a00 * d0 + a01 * d1) * d0 + (a01 * d0 + a11 * d1) * d1) / 2
+    score = np.where(ok, refined, score)
+    x1, y1, x2, y2 = (boxes[:, None, i] for i in range(4))
+    kx = (mx + d0 + 0.5) / size * (x2 - x1) + x1
+    ky = (my + d1 + 0.5) / size * (y2 - y1) + y1
+    return [from_float(ctx.outputs[0], score),
+            from_float(ctx.outputs[1], np.stack([kx, ky], -1))]
+
+
+register(OperationDef(OperationType.HEATMAP_MAX_KEYPOINT, _heatmap_sigs(), _heatmap_prepare,
+                      _heatmap_execute,
+                      summary="Keypoint location and score from heatmaps (quadratic refinement)"))
