@@ -1,28 +1,43 @@
-"""Element-wise operations: ADD, MUL, SUB, DIV (with broadcasting and fused activation),
-FLOOR, DEQUANTIZE and the activations RELU, RELU1, RELU6, LOGISTIC, TANH.
+"""Element-wise operations: ADD (0), MUL (18), SUB (36), DIV (30) (broadcasting, fused
+activation), FLOOR (8), DEQUANTIZE (6) and the activations RELU (19), RELU1 (20),
+RELU6 (21), LOGISTIC (14), TANH (28); and the broadcasting / unary machinery that
+:mod:`.comparison`, :mod:`.math_ops` and :mod:`.cast` share.
 
-Declared signatures:
+Declared signatures (NNAPI ``types.spec``; AOSP ``common/types/operations/src/
+{Broadcast,Activation,Elementwise,Dequantize}.cpp`` for the feature level of each form):
 
 * FL1: ADD, MUL (TENSOR_FLOAT32, TENSOR_QUANT8_ASYMM); FLOOR, TANH (TENSOR_FLOAT32);
   RELU, RELU1, RELU6, LOGISTIC (TENSOR_FLOAT32, TENSOR_QUANT8_ASYMM);
   DEQUANTIZE (TENSOR_QUANT8_ASYMM -> TENSOR_FLOAT32).
 * FL2: SUB, DIV (TENSOR_FLOAT32).
+* FL3: TENSOR_FLOAT16 for ADD, MUL, SUB, DIV, FLOOR, RELU, RELU1, RELU6, LOGISTIC, TANH;
+  TENSOR_QUANT8_ASYMM for SUB and TANH; DEQUANTIZE from TENSOR_QUANT8_ASYMM,
+  TENSOR_QUANT8_SYMM or TENSOR_QUANT8_SYMM_PER_CHANNEL to TENSOR_FLOAT16 or
+  TENSOR_FLOAT32 (except the FL1 form).
 * FL4: the TENSOR_QUANT8_ASYMM_SIGNED twin of every FL1 quant8 signature above (ADD, MUL,
-  RELU, RELU1, RELU6, LOGISTIC; DEQUANTIZE TENSOR_QUANT8_ASYMM_SIGNED -> TENSOR_FLOAT32).
+  RELU, RELU1, RELU6, LOGISTIC; DEQUANTIZE TENSOR_QUANT8_ASYMM_SIGNED -> TENSOR_FLOAT32
+  or TENSOR_FLOAT16).
 
-Not declared: TENSOR_FLOAT16, quant8 SUB and TANH, DEQUANTIZE of the symmetric types (FL3),
-TENSOR_INT32 ADD/MUL/SUB/DIV and quant8-signed SUB/TANH (FL4).
+Not declared: TENSOR_INT32 ADD/MUL/SUB/DIV and quant8-signed SUB/TANH (FL4, issue 8). DIV
+has no quantized form at any level.
 
-All tensors have rank 1 to 4. Quantization rules of the spec, for TENSOR_QUANT8_ASYMM and
-TENSOR_QUANT8_ASYMM_SIGNED alike: MUL's output scale must be greater than the product of
-the input scales; RELU/RELU1/RELU6 output scale and zeroPoint equal the input's;
-LOGISTIC's output has scale 1/256 and zeroPoint 0 (TENSOR_QUANT8_ASYMM) or -128
-(TENSOR_QUANT8_ASYMM_SIGNED). ADD's quantized inputs and output may all have different
-scales and zero points.
+All tensors have rank 1 to 4 (OperationError otherwise, at execution when the rank was
+unknown at model time); since FL3 any of them may be zero-sized (a dimension of 0, e.g. a
+batch from BOX_WITH_NMS_LIMIT), giving an empty output of the broadcast shape.
+Quantization rules of the spec, for TENSOR_QUANT8_ASYMM and TENSOR_QUANT8_ASYMM_SIGNED
+alike: MUL's output scale must be greater than the product of the input scales;
+RELU/RELU1/RELU6 output scale and zeroPoint equal the input's; LOGISTIC's output has scale
+1/256 and zeroPoint 0 (TENSOR_QUANT8_ASYMM) or -128 (TENSOR_QUANT8_ASYMM_SIGNED); TANH's
+TENSOR_QUANT8_ASYMM output (FL3) has scale 1/128 and zeroPoint 128. ADD's and SUB's
+quantized inputs and output may all have different scales and zero points. Broadcasting
+(FL1+): trailing dimensions aligned, equal or one of them 1 (OperationError naming both
+input shapes otherwise).
 
-Semantics: NNAPI ``NeuralNetworksTypes.h`` / ``types.spec`` (HAL 1.0/1.1 ``types.hal``) for
-each operation, and the checks of the AOSP runtime
-(``common/types/operations/src/{Broadcast,Activation,Dequantize}.cpp``).
+Kernels compute on real values: float32 for TENSOR_FLOAT32, float64 for TENSOR_FLOAT16
+(one rounding cast at the end, the policy of :mod:`.common`) and for the quant8 types
+(dequantized, requantized with round half away from zero and saturation, within the one
+quantum the criteria allow of AOSP's fixed-point results). DEQUANTIZE of
+TENSOR_QUANT8_SYMM_PER_CHANNEL uses the scale of each element's channel (``channelDim``).
 """
 from __future__ import annotations
 
@@ -34,7 +49,7 @@ from .common import apply_activation, check_fuse_code, from_float, to_float
 
 T = OperandType
 F32, Q8, Q8S = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
-F16 = T.TENSOR_FLOAT16
+F16, I32, BOOL8 = T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8
 QUANT8 = (Q8, Q8S)
 MAX_RANK = 4
 
@@ -42,28 +57,75 @@ MAX_RANK = 4
 LOGISTIC_OUTPUT_ZERO_POINT = {Q8: 0, Q8S: -128}
 
 
-def _check_rank(ctx: OpContext, index: int) -> None:
-    """Input ``index`` has rank <= 4 (all these operations, FL1+; the rank may have been
-    unknown when the model was validated)."""
+# --- shared machinery (also used by comparison.py, math_ops.py, cast.py) ------------------
+
+def check_rank(ctx: OpContext, index: int, max_rank: int = MAX_RANK) -> None:
+    """Input ``index`` has rank <= ``max_rank`` (the rank may have been unknown when the
+    model was validated). Raises OperationError naming the operation and input."""
     rank = len(ctx.inputs[index].dims)
-    check(rank <= MAX_RANK, f"{ctx.operation.name}: input {index} must have rank <= 4, got {rank}")
+    check(rank <= max_rank,
+          f"{ctx.operation.name}: input {index} must have rank <= {max_rank}, got {rank}")
 
 
-def _broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
-    """NumPy-style broadcast of two shapes (NNAPI binary ops, FL1+): trailing dimensions
-    are aligned; two dimensions are compatible when equal or when one of them is 1, and the
-    output takes the other one. OperationError if incompatible."""
+def broadcast_shape(ctx: OpContext, i: int = 0, j: int = 1) -> tuple[int, ...]:
+    """NumPy-style broadcast of the shapes of inputs ``i`` and ``j`` (NNAPI binary
+    operations, FL1+; AOSP ``calculateBroadcastedShape``): trailing dimensions are aligned;
+    two dimensions are compatible when equal or when one of them is 1, and the output takes
+    the other one (so 0 against 1 gives 0). Raises OperationError if incompatible."""
+    a, b = tuple(ctx.inputs[i].dims), tuple(ctx.inputs[j].dims)
     rank = max(len(a), len(b))
-    a = (1,) * (rank - len(a)) + tuple(a)
-    b = (1,) * (rank - len(b)) + tuple(b)
+    pa, pb = (1,) * (rank - len(a)) + a, (1,) * (rank - len(b)) + b
     out = []
-    for x, y in zip(a, b):
+    for x, y in zip(pa, pb):
         check(x == y or x == 1 or y == 1,
-              f"input 0 shape {tuple(a)} and input 1 shape {tuple(b)} cannot be broadcast "
-              f"(dimensions {x} and {y}: compatible only when equal or one of them is 1)")
+              f"{ctx.operation.name}: input {i} shape {a} and input {j} shape {b} cannot be "
+              f"broadcast (dimensions {x} and {y}: compatible only when equal or one is 1)")
         out.append(y if x == 1 else x)
     return tuple(out)
 
+
+def same_shape(ctx: OpContext, max_rank: int | None = MAX_RANK) -> list[tuple[int, ...]]:
+    """Output shape of a unary operation: input 0's shape (rank <= ``max_rank`` unless
+    None)."""
+    if max_rank is not None:
+        check_rank(ctx, 0, max_rank)
+    return [tuple(ctx.inputs[0].dims)]
+
+
+def real(ctx: OpContext, index: int) -> np.ndarray:
+    """Real values of input ``index`` at the working precision: float32 for TENSOR_FLOAT32
+    (as AOSP computes), float64 for every other type (exact for TENSOR_FLOAT16, dequantized
+    ``(q - zeroPoint) * scale`` for the quantized types, converted for TENSOR_INT32)."""
+    x = to_float(ctx.inputs[index])
+    return x.astype(np.float32) if ctx.inputs[index].type == F32 else x
+
+
+def bool_values(ctx: OpContext, index: int) -> np.ndarray:
+    """TENSOR_BOOL8 input ``index`` as numpy bool (any non-zero byte is true)."""
+    return np.asarray(ctx.value(index)).view(np.uint8) != 0
+
+
+def unary_execute(fn, raw_types=(I32,)):
+    """``execute`` of a unary operation: ``fn`` on the raw values for a type in
+    ``raw_types`` (TENSOR_INT32 wraps around as C++ int32 arithmetic does), else on
+    :func:`real` values, stored with :func:`.common.from_float` into the output type."""
+    def execute(ctx: OpContext):
+        inp = ctx.inputs[0]
+        with np.errstate(all="ignore"):
+            if inp.type in raw_types:
+                return [np.asarray(fn(ctx.value(0))).astype(ctx.value(0).dtype)]
+            return [from_float(ctx.outputs[0], fn(real(ctx, 0)))]
+    return execute
+
+
+def unary_sigs(level: int, types, ranks=(1, 2, 3, 4), out_type=None):
+    """One signature per type in ``types``: (input of that type) -> (output of
+    ``out_type`` or the same type), both of ``ranks`` (None: any rank)."""
+    return tuple(sig(level, [tensor("input", t, ranks)], [tensor("output", out_type or t, ranks)])
+                 for t in types)
+
+
+# --- ADD, MUL, SUB, DIV -------------------------------------------------------------------
 
 def _binary_validate(ctx: OpContext):
     """Model-time rules of ADD/MUL/SUB/DIV: a constant activation is a FuseCode; for MUL
@@ -83,25 +145,20 @@ def _binary_validate(ctx: OpContext):
 def _binary_prepare(ctx: OpContext):
     """Output shape of ADD/MUL/SUB/DIV: the broadcast of the two input shapes. Checks the
     ranks (<= 4) and that the activation is a FuseCode."""
-    _check_rank(ctx, 0)
-    _check_rank(ctx, 1)
+    check_rank(ctx, 0)
+    check_rank(ctx, 1)
     check_fuse_code(ctx.scalar(2))
-    return [_broadcast_shape(ctx.inputs[0].dims, ctx.inputs[1].dims)]
+    return [broadcast_shape(ctx)]
 
 
 def _binary(fn):
-    """``execute`` of a binary operation computing ``fn(a, b)`` on real values (float32 for
-    TENSOR_FLOAT32, float64 from the dequantized inputs for the quant8 types), then the
-    fused activation, then the store into the output type (quantized with the output's own
-    scale and zeroPoint)."""
+    """``execute`` of a binary operation computing ``fn(a, b)`` on :func:`real` values,
+    then the fused activation, then the store into the output type (quantized with the
+    output's own scale and zeroPoint)."""
     def execute(ctx: OpContext):
-        a, b = to_float(ctx.inputs[0]), to_float(ctx.inputs[1])
-        out = ctx.outputs[0]
-        if out.type == F32:  # compute at the operand's precision
-            a, b = a.astype(np.float32), b.astype(np.float32)
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            real = fn(a, b)
-        return [from_float(out, apply_activation(real, ctx.scalar(2)))]
+        with np.errstate(all="ignore"):
+            result = fn(real(ctx, 0), real(ctx, 1))
+        return [from_float(ctx.outputs[0], apply_activation(result, ctx.scalar(2)))]
     return execute
 
 
@@ -112,46 +169,21 @@ def _binary_signatures(types_by_level):
         for level, types in types_by_level for t in types)
 
 
-def _div(a, b):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.divide(a, b)
-
-
 for _op, _fn, _levels in (
         (OperationType.ADD, np.add, [(1, (F32, Q8)), (3, (F16,)), (4, (Q8S,))]),
         (OperationType.MUL, np.multiply, [(1, (F32, Q8)), (3, (F16,)), (4, (Q8S,))]),
-        (OperationType.SUB, np.subtract, [(2, (F32,)), (3, (F16,))]),
-        (OperationType.DIV, _div, [(2, (F32,)), (3, (F16,))])):
+        (OperationType.SUB, np.subtract, [(2, (F32,)), (3, (F16, Q8))]),
+        (OperationType.DIV, np.divide, [(2, (F32,)), (3, (F16,))])):
     register(OperationDef(_op, _binary_signatures(_levels), _binary_prepare, _binary(_fn),
                           validate=_binary_validate,
                           summary=f"{_op.name}(input0, input1) with broadcasting and fused activation"))
 
 
-def _same_shape(ctx: OpContext):
-    """Output shape of a unary operation: the input shape (rank <= 4)."""
-    _check_rank(ctx, 0)
-    return [tuple(ctx.inputs[0].dims)]
+# --- unary: activations, FLOOR, DEQUANTIZE ------------------------------------------------
 
-
-def _unary(fn, signatures, summary, validate=None):
-    """Table-row parts of a unary operation computing ``fn(x)`` on real values (float32 for
-    a TENSOR_FLOAT32 input, float64 from the dequantized input otherwise)."""
-    def execute(ctx: OpContext):
-        x = to_float(ctx.inputs[0])
-        if ctx.inputs[0].type == F32:
-            x = x.astype(np.float32)
-        with np.errstate(over="ignore"):
-            return [from_float(ctx.outputs[0], fn(x))]
-    return signatures, _same_shape, execute, validate, summary
-
-
-def _unary_sigs(level, types, ranks=(1, 2, 3, 4), out_type=None):
-    return tuple(sig(level, [tensor("input", t, ranks)], [tensor("output", out_type or t, ranks)])
-                 for t in types)
-
-
-#: FL1 float32/quant8 signatures plus the FL4 quant8-signed twin (RELU*, LOGISTIC).
-_Q_ACTIVATION_SIGS = _unary_sigs(1, (F32, Q8)) + _unary_sigs(4, (Q8S,))
+def _prepare(ctx: OpContext):
+    """Output shape of RELU*/LOGISTIC/TANH/FLOOR/DEQUANTIZE: the input's (rank <= 4)."""
+    return same_shape(ctx)
 
 
 def _same_quant_validate(ctx: OpContext):
@@ -165,20 +197,30 @@ def _same_quant_validate(ctx: OpContext):
               f"({out.scale}, {out.zero_point})")
 
 
-def _logistic_validate(ctx: OpContext):
-    """LOGISTIC: a TENSOR_QUANT8_ASYMM output (FL1) has scale 1/256 and zeroPoint 0, a
-    TENSOR_QUANT8_ASYMM_SIGNED output (FL4) scale 1/256 and zeroPoint -128."""
-    out = ctx.outputs[0]
-    if out.type in QUANT8:
-        zp = LOGISTIC_OUTPUT_ZERO_POINT[out.type]
-        check(np.float32(out.scale) == np.float32(1.0 / 256) and out.zero_point == zp,
-              f"LOGISTIC: output 0 ({out.type.name}) must have scale 1/256 and zeroPoint {zp}, "
-              f"got scale {out.scale} and zeroPoint {out.zero_point}")
+def _fixed_quant_validate(scale: float, zero_points: dict):
+    """LOGISTIC (scale 1/256; zeroPoint 0 for TENSOR_QUANT8_ASYMM, FL1, -128 for
+    TENSOR_QUANT8_ASYMM_SIGNED, FL4) and TANH (scale 1/128, zeroPoint 128 for
+    TENSOR_QUANT8_ASYMM, FL3): the quantized output's fixed scale and zeroPoint."""
+    def validate(ctx: OpContext):
+        out = ctx.outputs[0]
+        if out.type in zero_points:
+            zp = zero_points[out.type]
+            check(np.float32(out.scale) == np.float32(scale) and out.zero_point == zp,
+                  f"{ctx.operation.name}: output 0 ({out.type.name}) must have scale "
+                  f"1/{round(1 / scale)} and zeroPoint {zp}, got scale {out.scale} and "
+                  f"zeroPoint {out.zero_point}")
+    return validate
 
 
 def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
+
+_Q_ACTIVATION_SIGS = unary_sigs(1, (F32, Q8)) + unary_sigs(3, (F16,)) + unary_sigs(4, (Q8S,))
+_DEQUANTIZE_SIGS = (unary_sigs(1, (Q8,), out_type=F32) + unary_sigs(3, (Q8,), out_type=F16)
+                    + tuple(s for t in (T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT8_SYMM_PER_CHANNEL)
+                            for o in (F32, F16) for s in unary_sigs(3, (t,), out_type=o))
+                    + unary_sigs(4, (Q8S,), out_type=F32) + unary_sigs(4, (Q8S,), out_type=F16))
 
 for _op, _fn, _sigs, _summary, _validate in (
         (OperationType.RELU, lambda x: np.maximum(x, 0), _Q_ACTIVATION_SIGS, "max(0, x)",
@@ -188,11 +230,12 @@ for _op, _fn, _sigs, _summary, _validate in (
         (OperationType.RELU6, lambda x: np.clip(x, 0, 6), _Q_ACTIVATION_SIGS,
          "clamp(x, 0, 6)", _same_quant_validate),
         (OperationType.LOGISTIC, _sigmoid, _Q_ACTIVATION_SIGS, "1 / (1 + exp(-x))",
-         _logistic_validate),
-        (OperationType.TANH, np.tanh, _unary_sigs(1, (F32,)), "tanh(x)", None),
-        (OperationType.FLOOR, np.floor, _unary_sigs(1, (F32,)), "floor(x)", None),
-        (OperationType.DEQUANTIZE, lambda x: x,
-         _unary_sigs(1, (Q8,), out_type=F32) + _unary_sigs(4, (Q8S,), out_type=F32),
-         "(q - zeroPoint) * scale", None)):
-    _s, _p, _e, _v, _d = _unary(_fn, _sigs, _summary, _validate)
-    register(OperationDef(_op, _s, _p, _e, validate=_v, summary=_d))
+         _fixed_quant_validate(1.0 / 256, LOGISTIC_OUTPUT_ZERO_POINT)),
+        (OperationType.TANH, np.tanh, unary_sigs(1, (F32,)) + unary_sigs(3, (F16, Q8)),
+         "tanh(x)", _fixed_quant_validate(1.0 / 128, {Q8: 128})),
+        (OperationType.FLOOR, np.floor, unary_sigs(1, (F32,)) + unary_sigs(3, (F16,)),
+         "floor(x)", None),
+        (OperationType.DEQUANTIZE, lambda x: x, _DEQUANTIZE_SIGS, "(q - zeroPoint) * scale",
+         None)):
+    register(OperationDef(_op, _sigs, _prepare, unary_execute(_fn, raw_types=()),
+                          validate=_validate, summary=_summary))
