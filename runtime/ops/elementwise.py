@@ -151,14 +151,17 @@ def _binary_prepare(ctx: OpContext):
     return [broadcast_shape(ctx)]
 
 
-def _binary(fn):
-    """``execute`` of a binary operation computing ``fn(a, b)`` on :func:`real` values,
-    then the fused activation, then the store into the output type (quantized with the
-    output's own scale and zeroPoint)."""
+def binary_execute(fn, activation_index: int | None = None):
+    """``execute`` of a binary operation computing ``fn(a, b)`` (broadcasting) on the
+    :func:`real` values of inputs 0 and 1, then (``activation_index`` given) the fused
+    activation of that INT32 input, then the store into the output type (quantized with the
+    output's own scale and zeroPoint, rounded and saturated for TENSOR_INT32)."""
     def execute(ctx: OpContext):
         with np.errstate(all="ignore"):
             result = fn(real(ctx, 0), real(ctx, 1))
-        return [from_float(ctx.outputs[0], apply_activation(result, ctx.scalar(2)))]
+        if activation_index is not None:
+            result = apply_activation(result, ctx.scalar(activation_index))
+        return [from_float(ctx.outputs[0], result)]
     return execute
 
 
@@ -174,7 +177,7 @@ for _op, _fn, _levels in (
         (OperationType.MUL, np.multiply, [(1, (F32, Q8)), (3, (F16,)), (4, (Q8S,))]),
         (OperationType.SUB, np.subtract, [(2, (F32,)), (3, (F16, Q8))]),
         (OperationType.DIV, np.divide, [(2, (F32,)), (3, (F16,))])):
-    register(OperationDef(_op, _binary_signatures(_levels), _binary_prepare, _binary(_fn),
+    register(OperationDef(_op, _binary_signatures(_levels), _binary_prepare, binary_execute(_fn, 2),
                           validate=_binary_validate,
                           summary=f"{_op.name}(input0, input1) with broadcasting and fused activation"))
 

@@ -1,1 +1,95 @@
-"""Placeholder: operations of feature level 3 land here (issue 7)."""
+"""Element-wise math of feature level 3: the unary ABS (38), EXP (49), LOG (60), NEG (70),
+RSQRT (83), SIN (85), SQRT (88), and the broadcasting binary POW (81), MAXIMUM (65),
+MINIMUM (67), PRELU (71).
+
+Declared signatures (all FL3; NNAPI ``types.spec`` and AOSP ``common/types/operations/src/
+{Elementwise,Neg,Pow,MaximumMinimum,PRelu}.cpp`` for the levels):
+
+* ABS, EXP, LOG, RSQRT, SIN, SQRT: TENSOR_FLOAT16 or TENSOR_FLOAT32 -> the same type.
+  (TENSOR_INT32 ABS is FL4 and quant8 RSQRT FL7: not declared.)
+* NEG: TENSOR_FLOAT16, TENSOR_FLOAT32 or TENSOR_INT32 -> the same type.
+* POW(base, exponent): TENSOR_FLOAT16 or TENSOR_FLOAT32, both inputs and the output of
+  one type.
+* MAXIMUM, MINIMUM(input0, input1): TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32 or
+  TENSOR_QUANT8_ASYMM; for TENSOR_QUANT8_ASYMM the inputs and output may each have their
+  own scale and zeroPoint.
+* PRELU(input, alpha): TENSOR_FLOAT16, TENSOR_FLOAT32 or TENSOR_QUANT8_ASYMM (own scale and
+  zeroPoint for input, alpha and output).
+* Not declared: the TENSOR_QUANT8_ASYMM_SIGNED forms of MAXIMUM, MINIMUM, PRELU (FL4,
+  issue 8).
+
+Shapes: every tensor has rank >= 1 ("Supported tensor rank: from 1"; no upper bound, as
+AOSP's ``prepare`` sets none). Unary outputs have the input's shape; POW, MAXIMUM, MINIMUM
+and PRELU broadcast their two inputs (trailing dimensions aligned, equal or one of them 1;
+AOSP ``calculateBroadcastedShape``; OperationError naming both input shapes otherwise).
+Zero-sized tensors give empty outputs.
+
+Semantics: ABS |x|, EXP e^x, LOG ln x, NEG -x, RSQRT 1/sqrt(x), SIN sin x (radians), SQRT
+sqrt(x), POW base^exponent, MAXIMUM/MINIMUM the larger/smaller element, PRELU
+``x if x >= 0 else alpha * x`` (AOSP ``PRelu.cpp``). Outside a function's domain the
+result is the IEEE one of the C library (LOG of a negative: NaN, of 0: -inf; RSQRT of 0:
+inf), as in AOSP. TENSOR_FLOAT32 is computed in float32; TENSOR_FLOAT16 in float64 with one
+rounding cast (:mod:`.common` policy); TENSOR_INT32 NEG in int32 (wrapping: -(-2^31) is
+-2^31, the two's-complement result AOSP's kernel gives); quant8 inputs are dequantized and
+the result requantized to the output's scale and zeroPoint (round half away from zero,
+saturate). AOSP requantizes MAXIMUM/MINIMUM inputs before comparing, and computes PRELU in
+fixed point: the results agree within the one quantum the criteria allow (requantization
+is monotonic).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import OperationType
+from .base import OpContext, OperationDef, register, sig, tensor
+from .elementwise import (F16, F32, I32, Q8, binary_execute, broadcast_shape, same_shape,
+                          unary_execute, unary_sigs)
+
+ANY = None  # tensor rank: from 1, no upper bound
+
+
+def _prepare_unary(ctx: OpContext):
+    """Output shape of ABS/EXP/LOG/NEG/RSQRT/SIN/SQRT: the input's (any rank)."""
+    return same_shape(ctx, max_rank=None)
+
+
+def _prepare_binary(ctx: OpContext):
+    """Output shape of POW/MAXIMUM/MINIMUM/PRELU: the broadcast of inputs 0 and 1."""
+    return [broadcast_shape(ctx, 0, 1)]
+
+
+def _rsqrt(x):
+    return 1 / np.sqrt(x)
+
+
+for _op, _fn, _types, _summary in (
+        (OperationType.ABS, np.abs, (F16, F32), "|x|"),
+        (OperationType.EXP, np.exp, (F16, F32), "e^x"),
+        (OperationType.LOG, np.log, (F16, F32), "ln(x)"),
+        (OperationType.NEG, np.negative, (F16, F32, I32), "-x"),
+        (OperationType.RSQRT, _rsqrt, (F16, F32), "1 / sqrt(x)"),
+        (OperationType.SIN, np.sin, (F16, F32), "sin(x)"),
+        (OperationType.SQRT, np.sqrt, (F16, F32), "sqrt(x)")):
+    register(OperationDef(_op, unary_sigs(3, _types, ANY), _prepare_unary, unary_execute(_fn),
+                          summary=_summary))
+
+
+def _binary_sigs(types, names=("input0", "input1")):
+    return tuple(sig(3, [tensor(names[0], t, ANY), tensor(names[1], t, ANY)],
+                     [tensor("output", t, ANY)]) for t in types)
+
+
+def _prelu(x, alpha):
+    return np.where(x >= 0, x, x * alpha)
+
+
+for _op, _fn, _sigs, _summary in (
+        (OperationType.POW, np.power, _binary_sigs((F16, F32), ("base", "exponent")),
+         "base ^ exponent with broadcasting"),
+        (OperationType.MAXIMUM, np.maximum, _binary_sigs((F16, F32, I32, Q8)),
+         "max(input0, input1) with broadcasting"),
+        (OperationType.MINIMUM, np.minimum, _binary_sigs((F16, F32, I32, Q8)),
+         "min(input0, input1) with broadcasting"),
+        (OperationType.PRELU, _prelu, _binary_sigs((F16, F32, Q8), ("input", "alpha")),
+         "x if x >= 0 else alpha * x, alpha broadcast")):
+    register(OperationDef(_op, _sigs, _prepare_binary, binary_execute(_fn), summary=_summary))
