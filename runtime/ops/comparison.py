@@ -1,1 +1,138 @@
-"""Placeholder: operations of feature level 3 land here (issue 7)."""
+"""Comparisons and boolean logic of feature level 3: EQUAL (48), GREATER (53),
+GREATER_EQUAL (54), LESS (58), LESS_EQUAL (59), NOT_EQUAL (75), LOGICAL_AND (61),
+LOGICAL_OR (63), LOGICAL_NOT (62) and SELECT (84).
+
+Declared signatures (all FL3; NNAPI ``types.spec`` and AOSP ``common/types/operations/src/
+{Comparisons,LogicalAndOr,LogicalNot,Select}.cpp`` for the levels):
+
+* EQUAL, GREATER, GREATER_EQUAL, LESS, LESS_EQUAL, NOT_EQUAL(input0, input1):
+  TENSOR_BOOL8, TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32 or TENSOR_QUANT8_ASYMM (both
+  inputs of one type) -> TENSOR_BOOL8.
+* LOGICAL_AND, LOGICAL_OR(input0, input1), LOGICAL_NOT(input): TENSOR_BOOL8 ->
+  TENSOR_BOOL8.
+* SELECT(condition, input1, input2): TENSOR_BOOL8 condition; input1, input2 and output of
+  one type among TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32, TENSOR_QUANT8_ASYMM.
+* Not declared: the TENSOR_QUANT8_ASYMM_SIGNED forms of the comparisons and SELECT (FL4,
+  issue 8).
+
+Shapes: every tensor has rank >= 1 ("Supported tensor rank: from 1", no upper bound).
+Comparisons, LOGICAL_AND and LOGICAL_OR broadcast their inputs (trailing dimensions
+aligned, equal or one of them 1; AOSP ``calculateBroadcastedShape``); LOGICAL_NOT keeps its
+input's shape. SELECT needs condition, input1 and input2 of exactly the same shape (AOSP
+``Select.cpp`` ``prepare``; the spec says "of the same shape as input0"), the output has
+it. Broken shape rules raise OperationError naming the inputs. Zero-sized tensors give
+empty outputs.
+
+Semantics: quantized comparison inputs are compared as real values, each with its own
+scale and zeroPoint, computed in binary32 as ``float(q - zeroPoint) * scale`` as AOSP's
+``Comparisons.cpp`` does (so equality matches it bit for bit); other types compare their
+stored values (TENSOR_BOOL8: false < true). SELECT takes input1 where the condition is
+true, else input2; for TENSOR_QUANT8_ASYMM the chosen value is requantized from its
+input's scale/zeroPoint to the output's (round half away from zero, saturate; the spec
+lets all three differ), other types are copied. Any non-zero TENSOR_BOOL8 byte is true.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import OperationType
+from .base import OpContext, OperationDef, check, register, sig, tensor
+from .common import from_float, to_float
+from .elementwise import (BOOL8, F16, F32, I32, Q8, bool_values, broadcast_shape,
+                          same_shape, unary_sigs)
+
+ANY = None  # tensor rank: from 1, no upper bound
+
+
+def _prepare_broadcast(ctx: OpContext):
+    """Output shape of the comparisons and LOGICAL_AND/OR: the broadcast of inputs 0, 1."""
+    return [broadcast_shape(ctx, 0, 1)]
+
+
+def _compared(ctx: OpContext, index: int) -> np.ndarray:
+    """Values of input ``index`` as the comparisons see them: binary32 real values
+    ``float32(q - zeroPoint) * float32(scale)`` for TENSOR_QUANT8_ASYMM, booleans for
+    TENSOR_BOOL8, the stored values otherwise."""
+    op = ctx.inputs[index]
+    if op.type == BOOL8:
+        return bool_values(ctx, index)
+    v = ctx.value(index)
+    if op.type == Q8:
+        return (v.astype(np.int32) - op.zero_point).astype(np.float32) * np.float32(op.scale)
+    return v
+
+
+def _comparison(fn):
+    def execute(ctx: OpContext):
+        with np.errstate(invalid="ignore"):
+            return [np.asarray(fn(_compared(ctx, 0), _compared(ctx, 1)), dtype=bool)]
+    return execute
+
+
+_COMPARISON_SIGS = tuple(
+    sig(3, [tensor("input0", t, ANY), tensor("input1", t, ANY)], [tensor("output", BOOL8, ANY)])
+    for t in (BOOL8, F16, F32, I32, Q8))
+
+for _op, _fn, _symbol in (
+        (OperationType.EQUAL, np.equal, "=="),
+        (OperationType.GREATER, np.greater, ">"),
+        (OperationType.GREATER_EQUAL, np.greater_equal, ">="),
+        (OperationType.LESS, np.less, "<"),
+        (OperationType.LESS_EQUAL, np.less_equal, "<="),
+        (OperationType.NOT_EQUAL, np.not_equal, "!=")):
+    register(OperationDef(_op, _COMPARISON_SIGS, _prepare_broadcast, _comparison(_fn),
+                          summary=f"input0 {_symbol} input1 with broadcasting -> TENSOR_BOOL8"))
+
+
+def _logical(fn):
+    def execute(ctx: OpContext):
+        return [fn(bool_values(ctx, 0), bool_values(ctx, 1))]
+    return execute
+
+
+_LOGICAL_SIGS = (sig(3, [tensor("input0", BOOL8, ANY), tensor("input1", BOOL8, ANY)],
+                     [tensor("output", BOOL8, ANY)]),)
+register(OperationDef(OperationType.LOGICAL_AND, _LOGICAL_SIGS, _prepare_broadcast,
+                      _logical(np.logical_and), summary="input0 AND input1 with broadcasting"))
+register(OperationDef(OperationType.LOGICAL_OR, _LOGICAL_SIGS, _prepare_broadcast,
+                      _logical(np.logical_or), summary="input0 OR input1 with broadcasting"))
+
+
+def _prepare_not(ctx: OpContext):
+    """Output shape of LOGICAL_NOT: the input's."""
+    return same_shape(ctx, max_rank=None)
+
+
+def _execute_not(ctx: OpContext):
+    return [np.logical_not(bool_values(ctx, 0))]
+
+
+register(OperationDef(OperationType.LOGICAL_NOT, unary_sigs(3, (BOOL8,), ANY), _prepare_not,
+                      _execute_not, summary="NOT input"))
+
+
+def _prepare_select(ctx: OpContext):
+    """Output shape of SELECT: the common shape of condition, input1 and input2, which must
+    be equal (no broadcasting). Raises OperationError naming the mismatching input."""
+    cond = tuple(ctx.inputs[0].dims)
+    for i in (1, 2):
+        dims = tuple(ctx.inputs[i].dims)
+        check(dims == cond, f"SELECT: input {i} shape {dims} must equal input 0 (condition) "
+                            f"shape {cond}")
+    return [cond]
+
+
+def _execute_select(ctx: OpContext):
+    cond, out = bool_values(ctx, 0), ctx.outputs[0]
+    if out.type == Q8:
+        return [from_float(out, np.where(cond, to_float(ctx.inputs[1]), to_float(ctx.inputs[2])))]
+    return [np.where(cond, ctx.value(1), ctx.value(2))]
+
+
+register(OperationDef(
+    OperationType.SELECT,
+    tuple(sig(3, [tensor("condition", BOOL8, ANY), tensor("input1", t, ANY),
+                  tensor("input2", t, ANY)], [tensor("output", t, ANY)])
+          for t in (F16, F32, I32, Q8)),
+    _prepare_select, _execute_select,
+    summary="condition ? input1 : input2, element-wise (same shapes)"))
