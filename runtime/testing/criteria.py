@@ -138,6 +138,21 @@ def multinomial_problems(tm, outputs, dims) -> list[str]:
     return problems
 
 
+def zero_sized_problem(operand, dims) -> str:
+    """For an expected zero-sized output (``operand.data`` None and a 0 among its declared
+    dimensions, corpus README): why the reported ``dims`` are wrong ("" when they are right:
+    same rank, every declared non-zero dimension matched, and no element at all). Other
+    outputs: always ""."""
+    declared = list(operand.dimensions)
+    if operand.data is not None or 0 not in declared:
+        return ""
+    dims = list(dims or [])
+    if len(dims) != len(declared) or any(d != 0 and a != d for a, d in zip(dims, declared)) \
+            or 0 not in dims:
+        return f"dimensions {dims}, expected a zero-sized tensor of dimensions {declared}"
+    return ""
+
+
 def judge(tm, outputs, dims) -> list[str]:
     """Problems with the results of one execution of test model ``tm`` (empty when it
     passes): ``outputs[j]`` holds output j's bytes (at least its expected size),
@@ -153,6 +168,10 @@ def judge(tm, outputs, dims) -> list[str]:
         o = tm.main.operands[idx]
         if o.data is not None and list(o.data.shape) != list(dims[j]):
             problems.append(f"output {j}: dimensions {list(dims[j])}, expected {list(o.data.shape)}")
+            continue
+        problem = zero_sized_problem(o, dims[j])
+        if problem:
+            problems.append(f"output {j}: {problem}")
             continue
         if o.is_ignored or o.data is None or multinomial:
             continue
