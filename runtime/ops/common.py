@@ -128,20 +128,25 @@ class Window2D:
     pad_left: int
     pad_right: int
     out_hw: tuple[int, int]
+    #: Dilation factors (height, width) of a convolution (FL3); 1 for pooling.
+    dilation_hw: tuple[int, int] = (1, 1)
 
 
 def read_window(ctx, first: int, explicit: bool, in_hw: tuple[int, int],
-                filter_hw: tuple[int, int]) -> Window2D:
+                filter_hw: tuple[int, int], dilation_hw: tuple[int, int] = (1, 1)) -> Window2D:
     """Read the padding/stride scalars starting at input ``first`` (layout of
-    :func:`window_args`) and resolve them against the input height/width ``in_hw`` and the
-    filter height/width ``filter_hw``.
+    :func:`window_args`) and resolve them against the input height/width ``in_hw``, the
+    filter height/width ``filter_hw`` and the dilation factors (height, width)
+    ``dilation_hw`` (FL3 convolutions; default 1, 1).
 
     Raises OperationError (rules of the AOSP CPU ``prepare`` of CONV_2D, DEPTHWISE_CONV_2D
-    and the poolings, FL1): strides and filter sizes must be > 0, paddings >= 0, every
-    padding smaller than the filter extent on its axis, a padding scheme SAME or VALID,
-    and the output height and width (``(in - filter + head + tail) // stride + 1``) > 0.
+    and the poolings, FL1; dilation FL3): strides, dilation factors and filter sizes must be
+    > 0, paddings >= 0, every padding smaller than the effective filter extent
+    ``(filter - 1) * dilation + 1`` on its axis, a padding scheme SAME or VALID (SAME padding
+    computed with the effective extent), and the output height and width
+    ``(in - effective + head + tail) // stride + 1`` > 0.
     """
-    (fh, fw), (h, w) = filter_hw, in_hw
+    (fh, fw), (h, w), (dh, dw) = filter_hw, in_hw, dilation_hw
     if explicit:
         left, right, top, bottom = (ctx.scalar(first + i) for i in range(4))
         sw, sh = ctx.scalar(first + 4), ctx.scalar(first + 5)
@@ -149,31 +154,38 @@ def read_window(ctx, first: int, explicit: bool, in_hw: tuple[int, int],
         scheme, sw, sh = ctx.scalar(first), ctx.scalar(first + 1), ctx.scalar(first + 2)
     check(sw > 0 and sh > 0, f"stride width {sw} and height {sh} must be > 0")
     check(fw > 0 and fh > 0, f"filter width {fw} and height {fh} must be > 0")
+    check(dw > 0 and dh > 0, f"dilation width {dw} and height {dh} must be > 0")
+    eff_h, eff_w = (fh - 1) * dh + 1, (fw - 1) * dw + 1
     if not explicit:
-        top, bottom = implicit_padding(scheme, h, sh, fh)
-        left, right = implicit_padding(scheme, w, sw, fw)
+        top, bottom = implicit_padding(scheme, h, sh, fh, dh)
+        left, right = implicit_padding(scheme, w, sw, fw, dw)
     check(min(left, right, top, bottom) >= 0,
           f"paddings (left {left}, right {right}, top {top}, bottom {bottom}) must be >= 0")
-    check(max(left, right) < fw and max(top, bottom) < fh,
+    check(max(left, right) < eff_w and max(top, bottom) < eff_h,
           f"paddings (left {left}, right {right}, top {top}, bottom {bottom}) must be smaller "
-          f"than the filter ({fw} wide, {fh} high)")
-    out_h, out_w = conv_out_size(h, fh, sh, top, bottom), conv_out_size(w, fw, sw, left, right)
+          f"than the filter ({eff_w} wide, {eff_h} high)")
+    out_h = conv_out_size(h, fh, sh, top, bottom, dh)
+    out_w = conv_out_size(w, fw, sw, left, right, dw)
     check(out_h > 0 and out_w > 0,
           f"output height {out_h} and width {out_w} must be > 0 (input {h}x{w}, filter {fh}x{fw})")
-    return Window2D((fh, fw), (sh, sw), top, bottom, left, right, (out_h, out_w))
+    return Window2D((fh, fw), (sh, sw), top, bottom, left, right, (out_h, out_w), (dh, dw))
 
 
 def sliding_windows(x: np.ndarray, win: Window2D, fill: float = 0.0) -> np.ndarray:
     """Windows of NHWC ``x`` [N, H, W, C] padded with ``fill``: a read-only view of shape
     [N, out_h, out_w, filter_h, filter_w, C]; window (i, j) starts at input row
-    ``i * stride_h - pad_top`` and column ``j * stride_w - pad_left``."""
+    ``i * stride_h - pad_top`` and column ``j * stride_w - pad_left``, and its cell (a, b)
+    reads row ``+ a * dilation_h``, column ``+ b * dilation_w`` (``win.dilation_hw``).
+    The padded copy holds N * (H + pads) * (W + pads) * C elements."""
     n, h, w, c = x.shape
     padded = np.full((n, h + win.pad_top + win.pad_bottom, w + win.pad_left + win.pad_right, c),
                      fill, dtype=x.dtype)
     padded[:, win.pad_top:win.pad_top + h, win.pad_left:win.pad_left + w] = x
     (fh, fw), (sh, sw), (oh, ow) = win.filter_hw, win.stride_hw, win.out_hw
-    view = np.lib.stride_tricks.sliding_window_view(padded, (fh, fw), axis=(1, 2))
-    return view[:, ::sh, ::sw][:, :oh, :ow].transpose(0, 1, 2, 4, 5, 3)
+    dh, dw = win.dilation_hw
+    view = np.lib.stride_tricks.sliding_window_view(
+        padded, ((fh - 1) * dh + 1, (fw - 1) * dw + 1), axis=(1, 2))
+    return view[:, ::sh, ::sw, :, ::dh, ::dw][:, :oh, :ow].transpose(0, 1, 2, 4, 5, 3)
 
 
 # --- quantized bias / output scale rules: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED -------
