@@ -1,1 +1,90 @@
-"""Placeholder: operations of feature level 3 land here (issue 7)."""
+"""Type conversions of feature level 3: CAST (45) and QUANTIZE (72).
+
+Declared signatures (all FL3; NNAPI ``types.spec`` and AOSP ``common/types/operations/src/
+{Cast,Quantize}.cpp`` for the levels):
+
+* CAST: input and output each of TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32 or
+  TENSOR_QUANT8_ASYMM (all 16 pairs, identity casts included). Not declared: the FL4
+  identity casts of TENSOR_BOOL8, TENSOR_QUANT16_*, TENSOR_QUANT8_ASYMM_SIGNED,
+  TENSOR_QUANT8_SYMM (issue 8).
+* QUANTIZE: TENSOR_FLOAT16 or TENSOR_FLOAT32 -> TENSOR_QUANT8_ASYMM. Not declared: the FL4
+  TENSOR_QUANT8_ASYMM_SIGNED output (issue 8).
+
+Shapes: rank >= 1 ("Supported tensor rank: from 1", no upper bound); the output has the
+input's shape; the input may be zero-sized (QUANTIZE: spec; CAST: AOSP accepts it), giving
+an empty output.
+
+CAST semantics (spec: "ignores the scale and zeroPoint of quantized tensors", i.e. it
+moves the stored numbers; the values beyond that are AOSP ``cpu_operations/Cast.cpp``,
+``static_cast`` per element, and the corpus ``cast`` spec agrees):
+
+* to TENSOR_FLOAT16 / TENSOR_FLOAT32: the nearest representable value (round to nearest
+  even; beyond the float16 range: +-inf).
+* to TENSOR_INT32 from a float: truncation toward zero (2.7 -> 2, -2.7 -> -2). Values
+  beyond the int32 range and NaN are undefined in C++; the reference saturates to
+  [-2^31, 2^31 - 1] and gives 0 for NaN.
+* to TENSOR_QUANT8_ASYMM: the value is first clamped to [0, 255] (AOSP's explicit rule for
+  uint8, e.g. 300 -> 255, -5 -> 0), then truncated toward zero (NaN -> 0 in the reference).
+* integers to integers otherwise unchanged (TENSOR_QUANT8_ASYMM -> TENSOR_INT32 widens).
+
+QUANTIZE semantics (spec formula ``max(0, min(255, round(input / scale) + zeroPoint))``,
+computed in binary32 as AOSP ``Quantize.cpp`` does: the quotient ``input / scale`` is a
+float32 division, ``round`` is C ``std::round``, half away from zero). A NaN input gives
+255, as AOSP's ``std::min(255.f, NaN)`` does; +-inf saturate to 255 / 0.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..types import OperationType, operand_dtype
+from .base import OpContext, OperationDef, register, sig, tensor
+from .common import QUANT_RANGES, round_half_away
+from .elementwise import F16, F32, I32, Q8, same_shape
+
+ANY = None  # tensor rank: from 1, no upper bound
+_CAST_TYPES = (F16, F32, I32, Q8)
+
+
+def _prepare(ctx: OpContext):
+    """Output shape of CAST and QUANTIZE: the input's."""
+    return same_shape(ctx, max_rank=None)
+
+
+def _execute_cast(ctx: OpContext):
+    """CAST: the stored values of input 0 converted to the output's type (module docstring
+    for the rules); returns an array of the output type's dtype and the input's shape."""
+    x, out_type = ctx.value(0), ctx.outputs[0].type
+    if out_type in (I32, Q8):
+        lo, hi = QUANT_RANGES[out_type]
+        if x.dtype.kind == "f":
+            x = np.trunc(np.clip(np.nan_to_num(x.astype(np.float64), nan=0.0), lo, hi))
+        else:
+            x = np.clip(x.astype(np.int64), lo, hi)
+    with np.errstate(over="ignore"):
+        return [x.astype(operand_dtype(out_type))]
+
+
+register(OperationDef(
+    OperationType.CAST,
+    tuple(sig(3, [tensor("input", a, ANY)], [tensor("output", b, ANY)])
+          for a in _CAST_TYPES for b in _CAST_TYPES),
+    _prepare, _execute_cast,
+    summary="stored values converted to the output type (scale and zeroPoint ignored)"))
+
+
+def _execute_quantize(ctx: OpContext):
+    """QUANTIZE: ``clamp(round(float32(x) / float32(scale)) + zeroPoint, 0, 255)`` as
+    uint8 (module docstring)."""
+    out = ctx.outputs[0]
+    lo, hi = QUANT_RANGES[out.type]
+    with np.errstate(all="ignore"):
+        quotient = ctx.value(0).astype(np.float32) / np.float32(out.scale)  # binary32
+        q = round_half_away(quotient.astype(np.float64)) + out.zero_point
+    return [np.clip(np.nan_to_num(q, nan=hi), lo, hi).astype(operand_dtype(out.type))]
+
+
+register(OperationDef(
+    OperationType.QUANTIZE,
+    tuple(sig(3, [tensor("input", t, ANY)], [tensor("output", Q8, ANY)]) for t in (F16, F32)),
+    _prepare, _execute_quantize,
+    summary="round(x / scale) + zeroPoint, saturated"))
