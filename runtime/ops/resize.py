@@ -137,9 +137,9 @@ def bilinear(x: np.ndarray, height: int, width: int) -> np.ndarray:
     x0, x1, dx = _axis_samples(x.shape[2], width)
     dy, dx = dy.astype(dt)[:, None, None], dx.astype(dt)[None, :, None]
     one = dt(1)
-    rows0, rows1 = x[:, y0], x[:, y1]
-    return (rows0[:, :, x0] * (one - dy) * (one - dx) + rows1[:, :, x0] * dy * (one - dx)
-            + rows0[:, :, x1] * (one - dy) * dx + rows1[:, :, x1] * dy * dx)
+    y0, y1 = y0[:, None], y1[:, None]  # one gather per corner, each of the output's size
+    return (x[:, y0, x0] * (one - dy) * (one - dx) + x[:, y1, x0] * dy * (one - dx)
+            + x[:, y0, x1] * (one - dy) * dx + x[:, y1, x1] * dy * dx)
 
 
 def nearest_neighbor(x: np.ndarray, height: int, width: int) -> np.ndarray:
@@ -148,7 +148,7 @@ def nearest_neighbor(x: np.ndarray, height: int, width: int) -> np.ndarray:
     min(floor(j * W / width), W - 1)), positions in binary32; any dtype (raw copy)."""
     rows = np.minimum(np.floor(_positions(x.shape[1], height)).astype(np.int64), x.shape[1] - 1)
     cols = np.minimum(np.floor(_positions(x.shape[2], width)).astype(np.int64), x.shape[2] - 1)
-    return x[:, rows][:, :, cols]
+    return x[:, rows[:, None], cols]  # one gather of the output's size
 
 
 def _bilinear_execute(ctx: OpContext):
