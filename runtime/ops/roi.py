@@ -60,6 +60,9 @@ FORMS = ((F32, F32, T.FLOAT32), (F16, F16, T.FLOAT16), (Q8, Q16A, T.FLOAT32))
 #: Work bound per roi of the reference kernels (sample positions along one axis times the
 #: feature map extent), so a hostile sampling ratio fails instead of allocating gigabytes.
 MAX_SAMPLE_WORK = 1 << 24
+#: Work bound of ROI_POOLING (bins along the longer output axis x roi cells x depth,
+#: summed over the rois; each step holds one roi's share in memory).
+MAX_POOL_WORK = 1 << 26
 
 
 def _roi_sigs(align: bool):
@@ -213,16 +216,23 @@ def _pool_execute(ctx: OpContext):
     fill = float(inp.zero_point) if is_quant(inp) else 0.0
     out = np.full((k, oh, ow, c), fill)
     if k and h and w and c:
-        check(k * max(oh, ow) * h * w * c <= 1 << 27,
-              f"{k} rois x {oh} x {ow} bins over a {h} x {w} x {c} map exceeds the reference's bound")
-        x = to_nhwc(ctx.inputs[0].value, nchw).astype(np.float64)
+        x = to_nhwc(inp.value, nchw).astype(np.float32)  # exact for every input type
         rois, idx = _rois(ctx, shape, hs, ws)
+        work = 0
         for r in range(k):
             x1, y1, x2, y2 = rois[r]
             mh, mw = _bin_masks(y1, y2, oh, h), _bin_masks(x1, x2, ow, w)
-            # max over the bin's columns, then over its rows
-            cols = np.where(mw[:, None, :, None], x[idx[r]][None], -np.inf).max(axis=2)  # [ow, h, c]
-            cell = np.where(mh[:, None, :, None], cols[None], -np.inf).max(axis=2)  # [oh, ow, c]
+            rows, cols = np.nonzero(mh.any(axis=0))[0], np.nonzero(mw.any(axis=0))[0]
+            if not rows.size or not cols.size:
+                continue
+            r0, r1, c0, c1 = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
+            work += max(oh, ow) * (r1 - r0) * (c1 - c0) * c
+            check(work <= MAX_POOL_WORK, f"roi pooling needs more than {MAX_POOL_WORK} "
+                                         f"comparisons; past the reference's bound")
+            crop = x[idx[r], r0:r1, c0:c1]  # the rounded roi, clipped to the map
+            # max over each bin's columns, then over its rows
+            part = np.where(mw[:, None, c0:c1, None], crop[None], -np.inf).max(axis=2)  # [ow, rows, c]
+            cell = np.where(mh[:, None, r0:r1, None], part[None], -np.inf).max(axis=2)  # [oh, ow, c]
             out[r] = np.where(np.isneginf(cell), fill, cell)
     return [from_nhwc(out, nchw).astype(inp.value.dtype)]
 
