@@ -1,168 +1,381 @@
-"""Convolutions: CONV_2D and DEPTHWISE_CONV_2D (NHWC; FL1 signatures and their FL4
-quant8-signed twins).
+"""Convolutions: CONV_2D (3), DEPTHWISE_CONV_2D (4) and GROUPED_CONV_2D (55), feature levels
+1-3, and the FL4 quant8-signed twins of the FL1 forms of CONV_2D and DEPTHWISE_CONV_2D.
 
-Both take an input [batches, height, width, depth_in], a 4-D filter, a 1-D bias, the
-padding (explicit: left, right, top, bottom; implicit: a PaddingCode) and strides (width,
-height), DEPTHWISE_CONV_2D a depth multiplier, and a FuseCode; the output is
-[batches, out_height, out_width, depth_out]. Types: TENSOR_FLOAT32 (float32 bias) or
-TENSOR_QUANT8_ASYMM (FL1) / TENSOR_QUANT8_ASYMM_SIGNED (FL4) for input, filter and output
-(TENSOR_INT32 bias of scale input_scale * filter_scale, zeroPoint 0). Not declared: the
-NCHW flag, dilation, TENSOR_FLOAT16 and per-channel filters (FL3; per-channel with a
-signed input, FL4).
+Shapes. Input [batches, height, width, depth_in] (NHWC) or, with the layout flag true,
+[batches, depth_in, height, width] (NCHW); the output [batches, out_height, out_width,
+depth_out] in the same layout. Only batches may be 0 (zero batches give an empty output).
+The filter and bias are layout-independent:
 
-Semantics: NNAPI ``types.spec`` (CONV_2D = 3, DEPTHWISE_CONV_2D = 4; FL1) and the AOSP CPU
-``prepare`` of ``Conv2D.cpp`` / ``DepthwiseConv2D.cpp`` for the shape rules. Quantized
-results are computed from dequantized values in float64 and requantized (round half away
-from zero, saturate). A TENSOR_QUANT8_ASYMM model breaking the FL1-2 rule
-``output_scale > input_scale * filter_scale`` is not invalid: as in AOSP, it needs feature
-level 3 (``validate`` records that; see :func:`.common.meets_fl1_output_scale`). The rule
-never applies to TENSOR_QUANT8_ASYMM_SIGNED, which is feature level 4.
+- CONV_2D: filter [depth_out, filter_height, filter_width, depth_in], bias [depth_out].
+- DEPTHWISE_CONV_2D: filter [1, filter_height, filter_width, depth_out] with
+  depth_out = depth_in * depth_multiplier; output channel ``c * depth_multiplier + m``
+  reads input channel ``c``.
+- GROUPED_CONV_2D: filter [depth_out, filter_height, filter_width, depth_group] with
+  depth_in = num_groups * depth_group and depth_out a multiple of num_groups; output
+  channel ``o`` belongs to group ``g = o // (depth_out / num_groups)`` and reads input
+  channels ``g * depth_group ... (g + 1) * depth_group - 1``.
+
+Inputs (indexes). CONV_2D explicit padding: 0 input, 1 filter, 2 bias, 3-6 padding left,
+right, top, bottom, 7-8 stride width, height, 9 FuseCode, then (FL3, optional) 10 layout
+BOOL, 11-12 dilation width, height (13 inputs). Implicit padding: 3 PaddingCode, 4-5
+strides, 6 FuseCode, (FL3) 7 layout, 8-9 dilation. So CONV_2D takes 7, 8, 10, 11 or 13
+inputs; with 10 it is the explicit form when input 7 is INT32, the implicit one with
+dilation when input 7 is BOOL (as AOSP ``conv_2d::validate`` decides).
+DEPTHWISE_CONV_2D: the same with ``depth_multiplier`` before the FuseCode (explicit 9,
+implicit 6), so every later index is one higher (8, 9, 11, 12 or 14 inputs; with 11 the
+type of input 8 decides). GROUPED_CONV_2D (FL3 only): explicit 3-6 paddings, 7-8 strides,
+9 num_groups, 10 FuseCode, 11 layout (12 inputs); implicit 3 PaddingCode, 4-5 strides,
+6 num_groups, 7 FuseCode, 8 layout (9 inputs); the layout flag is not optional there.
+
+Types (input, filter, bias, output):
+
+- FL1: TENSOR_FLOAT32 x4; TENSOR_QUANT8_ASYMM input/filter/output with a TENSOR_INT32 bias
+  of scale input_scale * filter_scale, zeroPoint 0 (CONV_2D, DEPTHWISE_CONV_2D).
+- FL3: TENSOR_FLOAT16 x4 (float16 bias); TENSOR_QUANT8_ASYMM input/output with a
+  TENSOR_QUANT8_SYMM_PER_CHANNEL filter (channelDim 0 for CONV_2D and GROUPED_CONV_2D, 3 for
+  DEPTHWISE_CONV_2D) and a TENSOR_INT32 bias whose value ``i`` has scale
+  input_scale * filter_scale[i] (its own scale is ignored; zeroPoint 0); the layout flag and
+  dilation forms of every FL1/FL3 type; all of GROUPED_CONV_2D.
+- FL4: TENSOR_QUANT8_ASYMM_SIGNED twins of the FL1 forms (7/10 and 8/11 inputs) of
+  CONV_2D and DEPTHWISE_CONV_2D (the other FL4 forms: issue 8).
+
+Errors (OperationError naming the input and rule): ranks (input and filter 4-D, bias
+1-D); height, width, depth_in, depth_out 0; CONV_2D filter depth != depth_in;
+DEPTHWISE_CONV_2D filter dimension 0 != 1, depth_multiplier <= 0 or
+depth_in * depth_multiplier != depth_out; GROUPED_CONV_2D num_groups <= 0, depth_in !=
+num_groups * depth_group or depth_out not a multiple of num_groups; bias size != depth_out;
+the window rules of :func:`.common.read_window` (strides and dilations > 0, paddings >= 0
+and smaller than the effective filter extent ``(filter - 1) * dilation + 1``, output size
+> 0); a FuseCode outside 0-3; past the work bound :data:`MAX_MACS`. At model time
+(``validate``): a per-tensor quantized bias whose scale is not input_scale * filter_scale
+or whose zeroPoint is not 0, a per-channel filter with the wrong channelDim or without
+scales, a per-channel bias with a zeroPoint other than 0.
+
+Sources: NNAPI ``types.spec`` / ``NeuralNetworksTypes.h`` (CONV_2D and DEPTHWISE_CONV_2D
+FL1, their FL3 additions; GROUPED_CONV_2D FL3), AOSP ``common/types/operations/src/
+{Conv2D,DepthwiseConv2D,GroupedConv2D}.cpp`` (``validate``: operand counts, layout/dilation
+detection, per-channel channelDim, feature levels) and the AOSP CPU ``prepare`` of
+``common/cpu_operations/Conv2D.cpp``, ``DepthwiseConv2D.cpp`` and
+``common/OperationsExecutionUtils.cpp`` ``groupedConvPrepare`` / ``calculateExplicitPadding``
+(shape rules; SAME padding from the dilated filter extent).
+
+Arithmetic. Every form computes in float64 on real values (``common.to_float``: per-tensor or
+per-channel dequantization) and stores once with ``common.from_float`` (quantized: round half
+away from zero, saturate; TENSOR_FLOAT16: one rounding at the end, the policy of ``common``).
+AOSP's quantized kernels use fixed-point multipliers; the criteria allow 1 quantum.
+A TENSOR_QUANT8_ASYMM model breaking the FL1-2 rule ``output_scale > input_scale *
+filter_scale`` is not invalid: as in AOSP, it needs feature level 3 (``validate`` records
+that; :func:`.common.meets_fl1_output_scale`). Departures from AOSP: none known; the layout
+and dilation inputs may also be omitted (no value), meaning NHWC and dilation 1.
+
+Kernel. :func:`window_conv` gathers, for chunks of output positions, the input cells each
+filter tap reads (cells outside the input read a zero) and contracts them with the filter
+by one batched matrix product per chunk (a batch per group). No padded copy of the input is
+made, so huge paddings and dilations cost memory in proportion to the output only; the work
+is bounded by :data:`MAX_MACS`. TRANSPOSE_CONV_2D (``transpose_conv.py``) uses the same
+kernel.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from ..types import OperandType, OperationType
-from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
+from .base import OpContext, OperandView, OperationDef, check, register, scalar, sig, tensor
 from .common import (Window2D, apply_activation, bias_to_float, check_fuse_code,
-                     check_quant_bias, from_float, meets_fl1_output_scale, read_window,
-                     sliding_windows, to_float,
-                     window_args)
+                     check_quant_bias, from_float, from_nhwc, layout_dims, meets_fl1_output_scale,
+                     nhwc_dims, read_window, to_float, to_nhwc, window_args)
 
 T = OperandType
-F32, Q8, I32 = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
-Q8S = T.TENSOR_QUANT8_ASYMM_SIGNED
-
+F32, F16, Q8, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
+Q8S, PER_CHANNEL = T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM_PER_CHANNEL
 
 #: Work bound of the reference kernels (multiply-adds per operation): a hostile but valid
 #: model (huge filter and padding) fails with GENERAL_FAILURE instead of running for hours.
 MAX_MACS = 1 << 28
-#: Largest window copy (elements) one step of the kernel makes; bigger convolutions are
-#: computed in chunks of output positions.
+#: Largest gathered window block (elements) one step of the kernel makes; bigger
+#: convolutions are computed in chunks of output positions (and of batches).
 MAX_PATCH_ELEMENTS = 1 << 22
 
-
-def _in_chunks(compute, patches: np.ndarray, depth_out: int) -> np.ndarray:
-    """``compute(patches)`` [n, oh, ow, depth_out], in chunks of rows (then of single
-    positions) whenever the window copy would exceed :data:`MAX_PATCH_ELEMENTS`."""
-    n, oh, ow = patches.shape[:3]
-    cell = int(np.prod(patches.shape[3:]))
-    if n * oh * ow * cell <= MAX_PATCH_ELEMENTS:
-        return compute(patches)
-    out = np.empty((n, oh, ow, depth_out))
-    rows = MAX_PATCH_ELEMENTS // max(n * ow * cell, 1)
-    if rows >= 1:
-        for i in range(0, oh, rows):
-            out[:, i:i + rows] = compute(patches[:, i:i + rows])
-        return out
-    cols = max(MAX_PATCH_ELEMENTS // cell, 1)
-    for b in range(n):
-        for i in range(oh):
-            for j in range(0, ow, cols):
-                out[b:b + 1, i:i + 1, j:j + cols] = compute(patches[b:b + 1, i:i + 1, j:j + cols])
-    return out
+#: (feature level, input, filter, bias) type rows of the convolutions. The FL4 row has no
+#: layout/dilation forms here (issue 8).
+TYPE_ROWS_FL1 = ((1, F32, F32, F32), (1, Q8, Q8, I32))
+TYPE_ROWS_FL3 = ((3, F16, F16, F16), (3, Q8, PER_CHANNEL, I32))
+TYPE_ROWS_FL4 = ((4, Q8S, Q8S, I32),)
 
 
-def _signatures(depthwise: bool):
-    """FL1 signatures: float32 and quant8 (int32 bias), and the FL4 quant8-signed twin
-    (int32 bias), each with explicit padding (10 inputs; DEPTHWISE_CONV_2D 11) and implicit
-    padding (7; DEPTHWISE_CONV_2D 8)."""
+# --- the kernel --------------------------------------------------------------------------
+
+def window_conv(x: np.ndarray, f: np.ndarray, groups: int,
+                rows_of: Callable[[np.ndarray], np.ndarray],
+                cols_of: Callable[[np.ndarray], np.ndarray],
+                out_hw: tuple[int, int]) -> np.ndarray:
+    """Grouped 2-D correlation of NHWC ``x`` [n, h, w, depth_in] (float64) with ``f``
+    [depth_out, fh, fw, depth_in / groups] (float64): returns float64 [n, out_h, out_w,
+    depth_out] with ``out[b, i, j, o] = sum over a, c, k of x[b, R[i, a], C[j, c],
+    g * depth_group + k] * f[o, a, c, k]``, ``g = o // (depth_out / groups)``, where
+    ``R = rows_of(i)`` ([len(i), fh] int64 input rows for the output rows ``i``, int64 1-D)
+    and ``C = cols_of(j)`` likewise for columns; a row or column outside the input reads 0.
+
+    Memory: at most about :data:`MAX_PATCH_ELEMENTS` gathered cells at a time (plus the
+    output and one copy of the input); the caller bounds the work (:data:`MAX_MACS`).
+    """
+    n, h, w, depth_in = x.shape
+    depth_out, fh, fw, depth_group = f.shape
+    oh, ow = out_hw
+    out = np.zeros((n, oh * ow, depth_out))
+    if n == 0 or oh * ow == 0:
+        return out.reshape(n, oh, ow, depth_out)
+    xz = np.zeros((n, h + 1, w + 1, depth_in))  # row h / column w: the zero cell
+    xz[:, :h, :w] = x
+    out_group = depth_out // groups
+    k = fh * fw * depth_group
+    # [groups, k, out_group]: filter of group g as a matrix over (tap row, tap col, channel)
+    fm = f.reshape(groups, out_group, k).transpose(0, 2, 1)
+    cell = fh * fw * depth_in
+    nb = max(1, min(n, MAX_PATCH_ELEMENTS // max(cell, 1)))
+    per = max(1, MAX_PATCH_ELEMENTS // max(nb * cell, 1))
+    for b in range(0, n, nb):
+        xb = xz[b:b + nb]
+        m = xb.shape[0]
+        for p in range(0, oh * ow, per):
+            pos = np.arange(p, min(p + per, oh * ow), dtype=np.int64)
+            r, c = rows_of(pos // ow), cols_of(pos % ow)
+            r = np.where((r >= 0) & (r < h), r, h)
+            c = np.where((c >= 0) & (c < w), c, w)
+            patches = xb[:, r[:, :, None], c[:, None, :]]  # [m, P, fh, fw, depth_in]
+            q = len(pos)
+            pm = patches.reshape(m * q, fh * fw, groups, depth_group).transpose(2, 0, 1, 3)
+            res = np.matmul(pm.reshape(groups, m * q, k), fm)  # [groups, m * q, out_group]
+            out[b:b + m, p:p + q] = res.transpose(1, 0, 2).reshape(m, q, depth_out)
+    return out.reshape(n, oh, ow, depth_out)
+
+
+def check_work(where: str, macs: int) -> None:
+    """OperationError when ``macs`` multiply-adds exceed :data:`MAX_MACS`."""
+    check(macs <= MAX_MACS, f"{where} needs {macs} multiply-adds; the reference kernel "
+                            f"computes at most {MAX_MACS} per operation")
+
+
+def window_axes(win: Window2D):
+    """``(rows_of, cols_of)`` of :func:`window_conv` for a forward convolution window:
+    output row ``i``, tap ``a`` reads input row ``i * stride_h - pad_top + a * dilation_h``
+    (columns likewise)."""
+    (fh, fw), (sh, sw), (dh, dw) = win.filter_hw, win.stride_hw, win.dilation_hw
+    taps_h = np.arange(fh, dtype=np.int64) * dh
+    taps_w = np.arange(fw, dtype=np.int64) * dw
+    return (lambda i: (i * sh - win.pad_top)[:, None] + taps_h[None, :],
+            lambda j: (j * sw - win.pad_left)[:, None] + taps_w[None, :])
+
+
+def bias_real(inp: OperandView, flt: OperandView, bias: OperandView) -> np.ndarray:
+    """Real bias values (float64 [depth_out]): float bias as is; TENSOR_INT32 bias times its
+    scale (per-tensor filter) or times input_scale * filter_scale[i] (binary32 product) for a
+    TENSOR_QUANT8_SYMM_PER_CHANNEL filter (NNAPI FL3)."""
+    if flt.type == PER_CHANNEL and bias.type == I32 and flt.channel_quant is not None:
+        scales = np.float32(inp.scale) * np.asarray(flt.channel_quant[0], np.float32)
+        return bias.value.astype(np.float64) * scales.astype(np.float64)
+    return bias_to_float(bias)
+
+
+def check_filter_quant(ctx: OpContext, channel_dim: int) -> None:
+    """Quantization rules between input 0, filter (input 1) and bias (input 2) of a
+    quantized convolution. Per-tensor filter: :func:`.common.check_quant_bias`. Per-channel
+    filter (FL3): channelDim must be ``channel_dim`` (AOSP ``validate``), the scales given,
+    the bias zeroPoint 0 (NNAPI spec; the bias scale is not used). Raises OperationError."""
+    inp, flt, bias = ctx.inputs[:3]
+    if flt.type != PER_CHANNEL:
+        check_quant_bias(inp, flt, bias)
+        return
+    check(flt.channel_quant is not None,
+          "input 1 (filter): TENSOR_QUANT8_SYMM_PER_CHANNEL needs per-channel scales")
+    check(flt.channel_quant[1] == channel_dim,
+          f"input 1 (filter): per-channel channelDim {flt.channel_quant[1]} must be {channel_dim}")
+    check(bias.zero_point == 0, f"input 2 (bias): zeroPoint {bias.zero_point} must be 0")
+
+
+def optional_int(ctx: OpContext, index: int, default: int) -> int:
+    """INT32 scalar input ``index``, or ``default`` when absent or omitted."""
+    if index >= len(ctx.inputs) or ctx.inputs[index].omitted or ctx.inputs[index].value is None:
+        return default
+    return ctx.scalar(index)
+
+
+def optional_flag(ctx: OpContext, index: int) -> bool:
+    """BOOL scalar input ``index`` (the layout flag: true = NCHW), False when absent or
+    omitted."""
+    if index >= len(ctx.inputs) or ctx.inputs[index].omitted or ctx.inputs[index].value is None:
+        return False
+    return bool(ctx.scalar(index))
+
+
+# --- signatures ---------------------------------------------------------------------------
+
+def _conv_signatures(depthwise: bool):
+    """CONV_2D / DEPTHWISE_CONV_2D: per type row, explicit and implicit padding; FL1 and FL3
+    rows also with the optional layout flag, and with layout + dilation (width, height)."""
     sigs = []
-    for level, t, bias_t in ((1, F32, F32), (1, Q8, I32), (4, Q8S, I32)):
+    for level, t, filter_t, bias_t in TYPE_ROWS_FL1 + TYPE_ROWS_FL3 + TYPE_ROWS_FL4:
         for explicit in (True, False):
-            inputs = [tensor("input", t, (4,)), tensor("filter", t, (4,)),
+            inputs = [tensor("input", t, (4,)), tensor("filter", filter_t, (4,)),
                       tensor("bias", bias_t, (1,)), *window_args(explicit)]
             if depthwise:
                 inputs.append(scalar("depth_multiplier", T.INT32))
             inputs.append(scalar("activation", T.INT32))
-            sigs.append(sig(level, inputs, [tensor("output", t, (4,))]))
+            outputs = [tensor("output", t, (4,))]
+            sigs.append(sig(level, inputs, outputs))
+            if level <= 3:
+                layout = scalar("layout", T.BOOL, optional=True)
+                dilation = [scalar("dilation_width", T.INT32, optional=True),
+                            scalar("dilation_height", T.INT32, optional=True)]
+                sigs.append(sig(3, inputs + [layout], outputs))
+                sigs.append(sig(3, inputs + [layout, *dilation], outputs))
     return tuple(sigs)
 
 
-def _validate(ctx: OpContext) -> None:
-    """Model-time rule: a quant8 (FL1) or quant8-signed (FL4) convolution's int32 bias has
-    scale input_scale * filter_scale and zeroPoint 0. Raises OperationError. A quant8 output
-    scale <= input_scale * filter_scale makes the use feature level 3."""
-    check_quant_bias(*ctx.inputs[:3])
-    if not meets_fl1_output_scale(ctx.inputs[0], ctx.inputs[1], ctx.outputs[0]):
-        ctx.require_feature_level(3, "quant8 output scale <= input scale * filter scale")
+def _grouped_signatures():
+    """GROUPED_CONV_2D (FL3): explicit (12 inputs) and implicit (9) padding, layout last."""
+    sigs = []
+    for _, t, filter_t, bias_t in TYPE_ROWS_FL1 + TYPE_ROWS_FL3:
+        for explicit in (True, False):
+            inputs = [tensor("input", t, (4,)), tensor("filter", filter_t, (4,)),
+                      tensor("bias", bias_t, (1,)), *window_args(explicit),
+                      scalar("num_groups", T.INT32), scalar("activation", T.INT32),
+                      scalar("layout", T.BOOL)]
+            sigs.append(sig(3, inputs, [tensor("output", t, (4,))]))
+    return tuple(sigs)
 
 
-def _params(ctx: OpContext, depthwise: bool) -> tuple[Window2D, int, int, int]:
-    """Check shapes and scalars; returns (window, depth_multiplier, fuse code, depth_out).
+# --- parameters ----------------------------------------------------------------------------
 
-    Rules (AOSP CPU prepare, FL1): input and filter rank 4, bias rank 1; height, width,
-    depth_in and depth_out > 0. CONV_2D: filter [depth_out, fh, fw, depth_in].
-    DEPTHWISE_CONV_2D: filter [1, fh, fw, depth_out], depth_multiplier > 0 and
-    depth_in * depth_multiplier == depth_out. bias [depth_out]. Window rules:
-    :func:`.common.read_window`. Raises OperationError.
-    """
+CONV, DEPTHWISE, GROUPED = "CONV_2D", "DEPTHWISE_CONV_2D", "GROUPED_CONV_2D"
+
+
+@dataclass(frozen=True)
+class ConvParams:
+    """Resolved parameters of one convolution: layout, window (with dilation), number of
+    groups (CONV_2D 1, DEPTHWISE_CONV_2D depth_in), FuseCode and NHWC input/output dims."""
+
+    nchw: bool
+    win: Window2D
+    groups: int
+    activation: int
+    in_nhwc: tuple[int, int, int, int]
+    depth_out: int
+
+    @property
+    def out_nhwc(self) -> tuple[int, int, int, int]:
+        return (self.in_nhwc[0], *self.win.out_hw, self.depth_out)
+
+
+def _layout_indexes(ctx: OpContext, kind: str) -> tuple[bool, int]:
+    """(explicit padding?, index of the FuseCode input); the layout flag follows it."""
+    n = len(ctx.inputs)
+    if kind == GROUPED:
+        explicit = n == 12
+        return explicit, 10 if explicit else 7
+    probe = 7 if kind == CONV else 8  # stride_height (explicit) or layout (implicit)
+    explicit = n >= probe + 3 and ctx.inputs[probe].type == T.INT32
+    return explicit, (probe + 2 if explicit else probe - 1)
+
+
+def conv_params(ctx: OpContext, kind: str) -> ConvParams:
+    """Check shapes and scalars of a CONV_2D / DEPTHWISE_CONV_2D / GROUPED_CONV_2D use
+    (rules in the module docstring); returns its :class:`ConvParams`. Raises
+    OperationError."""
     inp, flt, bias = ctx.inputs[:3]
-    check(inp.rank == 4 and flt.rank == 4 and bias.rank == 1,
-          f"input {inp.dims} and filter {flt.dims} must be 4-D, bias {bias.dims} 1-D")
-    _, h, w, depth_in = inp.dims
-    explicit = len(ctx.inputs) == (11 if depthwise else 10)
-    nxt = 9 if explicit else 6  # first input after the padding and strides
-    multiplier = 1
-    if depthwise:
-        multiplier, depth_out = ctx.scalar(nxt), flt.dims[3]
-        check(flt.dims[0] == 1, f"filter {flt.dims} must have 1 as its first dimension")
-        check(multiplier > 0, f"depth_multiplier {multiplier} must be > 0")
+    check(inp.rank == 4, f"input 0 (input) {list(inp.dims)} must be 4-D")
+    check(flt.rank == 4, f"input 1 (filter) {list(flt.dims)} must be 4-D")
+    check(bias.rank == 1, f"input 2 (bias) {list(bias.dims)} must be 1-D")
+    explicit, act_index = _layout_indexes(ctx, kind)
+    nchw = optional_flag(ctx, act_index + 1)
+    batches, h, w, depth_in = nhwc_dims(inp.dims, nchw)
+    fh, fw = flt.dims[1], flt.dims[2]
+    if kind == DEPTHWISE:
+        depth_out, multiplier = flt.dims[3], ctx.scalar(act_index - 1)
+        check(flt.dims[0] == 1, f"input 1 (filter) {list(flt.dims)}: dimension 0 must be 1")
+        check(multiplier > 0, f"input {act_index - 1} (depth_multiplier) {multiplier} must be > 0")
         check(depth_in * multiplier == depth_out,
-              f"depth_in {depth_in} * depth_multiplier {multiplier} must equal the filter's "
-              f"depth_out {depth_out}")
+              f"input 1 (filter) depth_out {depth_out} must equal depth_in {depth_in} * "
+              f"depth_multiplier {multiplier}")
+        groups = depth_in
+    elif kind == GROUPED:
+        depth_out, groups = flt.dims[0], ctx.scalar(act_index - 1)
+        check(groups > 0, f"input {act_index - 1} (num_groups) {groups} must be > 0")
+        check(flt.dims[3] * groups == depth_in,
+              f"input 1 (filter) depth {flt.dims[3]} * num_groups {groups} must equal the "
+              f"input depth {depth_in}")
+        check(depth_out % groups == 0,
+              f"input 1 (filter) depth_out {depth_out} must be a multiple of num_groups {groups}")
     else:
-        depth_out = flt.dims[0]
+        depth_out, groups = flt.dims[0], 1
         check(flt.dims[3] == depth_in,
-              f"filter depth_in {flt.dims[3]} must equal the input depth {depth_in}")
-    check(bias.dims[0] == depth_out, f"bias size {bias.dims[0]} must equal depth_out {depth_out}")
+              f"input 1 (filter) depth {flt.dims[3]} must equal the input depth {depth_in}")
+    check(bias.dims[0] == depth_out,
+          f"input 2 (bias) size {bias.dims[0]} must equal depth_out {depth_out}")
     check(h > 0 and w > 0 and depth_in > 0 and depth_out > 0,
-          f"input {inp.dims} and depth_out {depth_out} must be non-empty (only batches may be 0)")
-    activation = ctx.scalar(nxt + depthwise)
+          f"input 0 (input) {list(inp.dims)} and depth_out {depth_out}: height, width and "
+          f"depths must be > 0 (only batches may be 0)")
+    activation = ctx.scalar(act_index)
     check_fuse_code(activation)
-    win = read_window(ctx, 3, explicit, (h, w), (flt.dims[1], flt.dims[2]))
-    return win, multiplier, activation, depth_out
+    dilation = (1, 1)
+    if kind != GROUPED:
+        dilation = (optional_int(ctx, act_index + 3, 1), optional_int(ctx, act_index + 2, 1))
+    win = read_window(ctx, 3, explicit, (h, w), (fh, fw), dilation)
+    return ConvParams(nchw, win, groups, activation, (batches, h, w, depth_in), depth_out)
 
 
-def _kernel(depthwise: bool):
+# --- rows --------------------------------------------------------------------------------
+
+def _validator(kind: str):
+    def validate(ctx: OpContext) -> None:
+        """Model-time rules: quantized bias / per-channel filter
+        (:func:`check_filter_quant`); a quant8 output scale <= input scale * filter scale
+        makes the use feature level 3. Raises OperationError."""
+        check_filter_quant(ctx, 3 if kind == DEPTHWISE else 0)
+        if not meets_fl1_output_scale(ctx.inputs[0], ctx.inputs[1], ctx.outputs[0]):
+            ctx.require_feature_level(3, "quant8 output scale <= input scale * filter scale")
+    return validate
+
+
+def _kernel(kind: str):
     def prepare(ctx: OpContext):
-        """Output [batches, out_height, out_width, depth_out]."""
-        win, _, _, depth_out = _params(ctx, depthwise)
-        return [(ctx.inputs[0].dims[0], *win.out_hw, depth_out)]
+        """Output [batches, out_height, out_width, depth_out] (NCHW: [batches, depth_out,
+        out_height, out_width])."""
+        p = conv_params(ctx, kind)
+        return [layout_dims(p.out_nhwc, p.nchw)]
 
     def execute(ctx: OpContext):
-        """Sum over the window (and, for CONV_2D, depth_in) of input * filter, plus bias,
-        then the fused activation; float64 from real values, stored in the output type.
-        Raises OperationError past the reference's work bound (:data:`MAX_MACS`)."""
-        win, multiplier, activation, depth_out = _params(ctx, depthwise)
+        """Sum over the window (and the group's input channels) of input * filter, plus
+        bias, then the fused activation; float64 from real values, stored in the output
+        type and layout. Raises OperationError past :data:`MAX_MACS`."""
+        p = conv_params(ctx, kind)
+        check_filter_quant(ctx, 3 if kind == DEPTHWISE else 0)
         inp, flt, bias = ctx.inputs[:3]
-        (fh, fw), (oh, ow) = win.filter_hw, win.out_hw
-        macs = inp.dims[0] * oh * ow * depth_out * fh * fw * (1 if depthwise else inp.dims[3])
-        check(macs <= MAX_MACS, f"needs {macs} multiply-adds; the reference kernel computes at most "
-                                f"{MAX_MACS} per operation")
-        patches = sliding_windows(to_float(inp), win)  # [n, oh, ow, fh, fw, depth_in]
+        (fh, fw), (oh, ow) = p.win.filter_hw, p.win.out_hw
+        batches, _, _, depth_in = p.in_nhwc
+        check_work(kind, batches * oh * ow * p.depth_out * fh * fw * (depth_in // p.groups))
         f = to_float(flt)
-        if depthwise:  # output channel c * multiplier + m reads input channel c
-            f = f.reshape(fh, fw, inp.dims[3], multiplier)
-
-        def compute(p: np.ndarray) -> np.ndarray:
-            if depthwise:
-                r = np.einsum("nijhwc,hwcm->nijcm", p, f)
-                return r.reshape(*r.shape[:3], depth_out)
-            return np.tensordot(p, f, axes=([3, 4, 5], [1, 2, 3]))
-
-        real = _in_chunks(compute, patches, depth_out)
-        real = apply_activation(real + bias_to_float(bias), activation)
-        return [from_float(ctx.outputs[0], real)]
+        if kind == DEPTHWISE:  # [1, fh, fw, depth_out] -> grouped form [depth_out, fh, fw, 1]
+            f = f[0].transpose(2, 0, 1)[..., None]
+        x = to_nhwc(to_float(inp), p.nchw)
+        real = window_conv(x, f, p.groups, *window_axes(p.win), p.win.out_hw)
+        real = apply_activation(real + bias_real(inp, flt, bias), p.activation)
+        return [from_nhwc(from_float(ctx.outputs[0], real), p.nchw)]
 
     return prepare, execute
 
 
-for _op, _depthwise, _summary in (
-        (OperationType.CONV_2D, False,
-         "2-D convolution (NHWC) with bias and fused activation"),
-        (OperationType.DEPTHWISE_CONV_2D, True,
-         "2-D depthwise convolution (NHWC) with depth multiplier, bias and fused activation")):
-    _prepare, _execute = _kernel(_depthwise)
-    register(OperationDef(_op, _signatures(_depthwise), _prepare, _execute,
-                          validate=_validate, summary=_summary))
+for _op, _kind, _sigs, _summary in (
+        (OperationType.CONV_2D, CONV, _conv_signatures(False),
+         "2-D convolution (NHWC or NCHW, optional dilation) with bias and fused activation"),
+        (OperationType.DEPTHWISE_CONV_2D, DEPTHWISE, _conv_signatures(True),
+         "2-D depthwise convolution (NHWC or NCHW, optional dilation) with depth multiplier, "
+         "bias and fused activation"),
+        (OperationType.GROUPED_CONV_2D, GROUPED, _grouped_signatures(),
+         "2-D convolution in channel groups (NHWC or NCHW) with bias and fused activation")):
+    _prepare, _execute = _kernel(_kind)
+    register(OperationDef(_op, _sigs, _prepare, _execute, validate=_validator(_kind),
+                          summary=_summary))
