@@ -24,13 +24,13 @@ from .common import (apply_activation, bias_to_float, check_fuse_code, check_qua
 
 T = OperandType
 F32, Q8, I32 = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
-Q8S = T.TENSOR_QUANT8_ASYMM_SIGNED
+Q8S, F16 = T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_FLOAT16
 
 SIGNATURES = tuple(
     sig(level, [tensor("input", t, (2, 3, 4)), tensor("weights", t, (2,)),
                 tensor("bias", bias_t, (1,)), scalar("activation", T.INT32)],
         [tensor("output", t, (2,))])
-    for level, t, bias_t in ((1, F32, F32), (1, Q8, I32), (4, Q8S, I32)))
+    for level, t, bias_t in ((1, F32, F32), (1, Q8, I32), (3, F16, F16), (4, Q8S, I32)))
 
 
 def validate(ctx: OpContext) -> None:
