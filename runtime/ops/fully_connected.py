@@ -1,15 +1,26 @@
-"""FULLY_CONNECTED (FL1, and the FL4 quant8-signed twin):
+"""FULLY_CONNECTED (9; FL1, FL3 float16, and the FL4 quant8-signed twin):
 ``output = activation(input * weights' + bias)``.
 
-Inputs: input of rank 2-4, flattened to [batch_size, input_size]; weights
-[num_units, input_size]; bias [num_units]; a FuseCode. Output [batch_size, num_units].
-Types: TENSOR_FLOAT32 (float32 bias), TENSOR_QUANT8_ASYMM (FL1) or
-TENSOR_QUANT8_ASYMM_SIGNED (FL4) for input, weights and output (TENSOR_INT32 bias of scale
-input_scale * weights_scale, zeroPoint 0). Not declared: TENSOR_FLOAT16 (FL3).
+Inputs: 0 input of rank 2-4, flattened to [batch_size, input_size]; 1 weights
+[num_units, input_size]; 2 bias [num_units]; 3 a FuseCode. Output [batch_size, num_units],
+batch_size = elements(input) / input_size; only batch_size may be 0 (a zero-sized input,
+e.g. from BOX_WITH_NMS_LIMIT / ROI_ALIGN, gives an empty [0, num_units] output).
+Types: TENSOR_FLOAT32 (float32 bias; FL1), TENSOR_FLOAT16 (float16 bias; FL3),
+TENSOR_QUANT8_ASYMM (FL1) or TENSOR_QUANT8_ASYMM_SIGNED (FL4) for input, weights and output
+(TENSOR_INT32 bias of scale input_scale * weights_scale, zeroPoint 0). FL3 added only
+TENSOR_FLOAT16 and the lifted output-scale rule below (AOSP ``fully_connected::validate``).
 
-Semantics: NNAPI ``types.spec`` (FULLY_CONNECTED = 9, FL1) and AOSP
-``fully_connected::validateShapes``. Quantized results are computed from dequantized values
-in float64 and requantized. A TENSOR_QUANT8_ASYMM model breaking the FL1-2 rule
+Errors (OperationError): input rank outside 2-4, weights not 2-D, bias not 1-D; num_units
+or input_size 0; input_size not dividing the input's element count; bias size !=
+num_units; a FuseCode outside 0-3; at model time a quantized bias whose scale is not
+input_scale * weights_scale or whose zeroPoint is not 0.
+
+Semantics: NNAPI ``types.spec`` (FULLY_CONNECTED = 9, FL1; FL3 float16) and AOSP
+``fully_connected::validateShapes`` / ``validate``
+(``common/types/operations/src/FullyConnected.cpp``). Results are computed in float64 from
+real (dequantized) values and stored once (``common.from_float``: requantized with round
+half away from zero and saturation; TENSOR_FLOAT16 rounded once, the policy of ``common``).
+A TENSOR_QUANT8_ASYMM model breaking the FL1-2 rule
 ``output_scale > input_scale * weights_scale`` needs feature level 3, as in AOSP
 (``validate`` records that; see :func:`.common.meets_fl1_output_scale`); the rule never
 applies to TENSOR_QUANT8_ASYMM_SIGNED (FL4).
@@ -18,6 +29,7 @@ from __future__ import annotations
 
 from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
+from .conv import check_work
 from .common import (apply_activation, bias_to_float, check_fuse_code, check_quant_bias,
                      meets_fl1_output_scale,
                      from_float, to_float)
@@ -50,27 +62,30 @@ def prepare(ctx: OpContext):
     count; bias size == num_units; the fuse code is a FuseCode.
     """
     inp, weights, bias = ctx.inputs[:3]
-    check(2 <= inp.rank <= 4, f"input {inp.dims} must have rank 2 to 4")
-    check(weights.rank == 2 and bias.rank == 1,
-          f"weights {weights.dims} must be 2-D and bias {bias.dims} 1-D")
+    check(2 <= inp.rank <= 4, f"input 0 (input) {list(inp.dims)} must have rank 2 to 4")
+    check(weights.rank == 2, f"input 1 (weights) {list(weights.dims)} must be 2-D")
+    check(bias.rank == 1, f"input 2 (bias) {list(bias.dims)} must be 1-D")
     num_units, input_size = weights.dims
     check(num_units > 0 and input_size > 0,
-          f"weights {weights.dims}: num_units and input_size must be > 0")
+          f"input 1 (weights) {list(weights.dims)}: num_units and input_size must be > 0")
     elements = 1
     for d in inp.dims:
         elements *= d
     check(elements % input_size == 0,
-          f"input {inp.dims} has {elements} elements, not a multiple of input_size {input_size}")
-    check(bias.dims[0] == num_units, f"bias size {bias.dims[0]} must equal num_units {num_units}")
+          f"input 0 (input) {list(inp.dims)} has {elements} elements, not a multiple of "
+          f"input_size {input_size}")
+    check(bias.dims[0] == num_units,
+          f"input 2 (bias) size {bias.dims[0]} must equal num_units {num_units}")
     check_fuse_code(ctx.scalar(3))
     return [(elements // input_size, num_units)]
 
 
 def execute(ctx: OpContext):
     """Real-valued (float64) matrix product plus bias, fused activation, stored in the
-    output type."""
+    output type. Raises OperationError past the work bound (``conv.MAX_MACS``)."""
     (shape,) = prepare(ctx)
     inp, weights, bias = ctx.inputs[:3]
+    check_work("FULLY_CONNECTED", shape[0] * shape[1] * weights.dims[1])
     x = to_float(inp).reshape(shape[0], weights.dims[1])
     real = x @ to_float(weights).T + bias_to_float(bias)
     return [from_float(ctx.outputs[0], apply_activation(real, ctx.scalar(3)))]
