@@ -153,10 +153,11 @@ def window_conv(x: np.ndarray, f: np.ndarray, groups: int,
     return out.reshape(n, oh, ow, depth_out)
 
 
-def check_work(where: str, macs: int) -> None:
-    """OperationError when ``macs`` multiply-adds exceed :data:`MAX_MACS`."""
-    check(macs <= MAX_MACS, f"{where} needs {macs} multiply-adds; the reference kernel "
-                            f"computes at most {MAX_MACS} per operation")
+def check_work(macs: int) -> None:
+    """OperationError when ``macs`` multiply-adds exceed :data:`MAX_MACS` (the executor
+    prefixes the operation)."""
+    check(macs <= MAX_MACS, f"needs {macs} multiply-adds; the reference kernel computes at "
+                            f"most {MAX_MACS} per operation")
 
 
 def window_axes(win: Window2D):
@@ -356,7 +357,7 @@ def _kernel(kind: str):
         inp, flt, bias = ctx.inputs[:3]
         (fh, fw), (oh, ow) = p.win.filter_hw, p.win.out_hw
         batches, _, _, depth_in = p.in_nhwc
-        check_work(kind, batches * oh * ow * p.depth_out * fh * fw * (depth_in // p.groups))
+        check_work(batches * oh * ow * p.depth_out * fh * fw * (depth_in // p.groups))
         f = to_float(flt)
         if kind == DEPTHWISE:  # [1, fh, fw, depth_out] -> grouped form [depth_out, fh, fw, 1]
             f = f[0].transpose(2, 0, 1)[..., None]

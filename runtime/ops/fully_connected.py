@@ -12,7 +12,8 @@ TENSOR_FLOAT16 and the lifted output-scale rule below (AOSP ``fully_connected::v
 
 Errors (OperationError): input rank outside 2-4, weights not 2-D, bias not 1-D; num_units
 or input_size 0; input_size not dividing the input's element count; bias size !=
-num_units; a FuseCode outside 0-3; at model time a quantized bias whose scale is not
+num_units; a FuseCode outside 0-3; past the work bound (``conv.MAX_MACS``
+multiply-adds); at model time a quantized bias whose scale is not
 input_scale * weights_scale or whose zeroPoint is not 0.
 
 Semantics: NNAPI ``types.spec`` (FULLY_CONNECTED = 9, FL1; FL3 float16) and AOSP
@@ -85,7 +86,7 @@ def execute(ctx: OpContext):
     output type. Raises OperationError past the work bound (``conv.MAX_MACS``)."""
     (shape,) = prepare(ctx)
     inp, weights, bias = ctx.inputs[:3]
-    check_work("FULLY_CONNECTED", shape[0] * shape[1] * weights.dims[1])
+    check_work(shape[0] * shape[1] * weights.dims[1])
     x = to_float(inp).reshape(shape[0], weights.dims[1])
     real = x @ to_float(weights).T + bias_to_float(bias)
     return [from_float(ctx.outputs[0], apply_activation(real, ctx.scalar(3)))]

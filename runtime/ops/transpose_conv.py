@@ -174,7 +174,7 @@ def execute(ctx: OpContext):
     check_filter_quant(ctx, 0)
     inp, flt, bias = ctx.inputs[:3]
     fh, fw = flt.dims[1], flt.dims[2]
-    check_work("TRANSPOSE_CONV_2D", batches * out_hw[0] * out_hw[1] * depth_out * fh * fw * depth_in)
+    check_work(batches * out_hw[0] * out_hw[1] * depth_out * fh * fw * depth_in)
     x = to_nhwc(to_float(inp), nchw)
     real = window_conv(x, to_float(flt), 1, _transposed_axis(top, sh, fh),
                        _transposed_axis(left, sw, fw), out_hw)
