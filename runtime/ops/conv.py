@@ -184,8 +184,9 @@ def bias_real(inp: OperandView, flt: OperandView, bias: OperandView) -> np.ndarr
 def check_filter_quant(ctx: OpContext, channel_dim: int) -> None:
     """Quantization rules between input 0, filter (input 1) and bias (input 2) of a
     quantized convolution. Per-tensor filter: :func:`.common.check_quant_bias`. Per-channel
-    filter (FL3): channelDim must be ``channel_dim`` (AOSP ``validate``), the scales given,
-    the bias zeroPoint 0 (NNAPI spec; the bias scale is not used). Raises OperationError."""
+    filter (FL3): channelDim must be ``channel_dim`` (AOSP ``validate``), one scale per
+    channel, the bias zeroPoint 0 (NNAPI spec; the bias scale is not used). Raises
+    OperationError."""
     inp, flt, bias = ctx.inputs[:3]
     if flt.type != PER_CHANNEL:
         check_quant_bias(inp, flt, bias)
@@ -194,6 +195,9 @@ def check_filter_quant(ctx: OpContext, channel_dim: int) -> None:
           "input 1 (filter): TENSOR_QUANT8_SYMM_PER_CHANNEL needs per-channel scales")
     check(flt.channel_quant[1] == channel_dim,
           f"input 1 (filter): per-channel channelDim {flt.channel_quant[1]} must be {channel_dim}")
+    n_scales = len(flt.channel_quant[0])
+    check(flt.rank != 4 or flt.dims[channel_dim] in (0, n_scales),
+          f"input 1 (filter): {n_scales} per-channel scales for {flt.dims[channel_dim]} channels")
     check(bias.zero_point == 0, f"input 2 (bias): zeroPoint {bias.zero_point} must be 0")
 
 
