@@ -1,4 +1,6 @@
-"""The operation table is complete for feature levels 1-2 and queryable."""
+"""The operation table is complete for feature levels 1-3 and queryable."""
+import sys
+
 from runtime import ops
 from runtime.drivers.sample import SampleDevice
 from runtime.types import OperandType as T, OperationType as Op
@@ -35,3 +37,27 @@ def test_signed_quant8_signatures_are_feature_level_4():
     assert T.TENSOR_QUANT8_ASYMM_SIGNED in ops.operand_types_at(Op.CONV_2D, 4)
     assert T.TENSOR_QUANT8_ASYMM_SIGNED not in ops.operand_types_at(Op.CONV_2D, 3)
     assert T.TENSOR_QUANT8_ASYMM_SIGNED not in ops.operand_types_at(Op.SUB, 4)  # no FL1-2 quant8 SUB
+
+
+def test_every_fl3_operation_is_implemented():
+    # FL3 (NNAPI 1.2, Android 10) added codes 38-94 (ABS ... RESIZE_NEAREST_NEIGHBOR)
+    assert set(ops.implemented(3)) == {Op(c) for c in range(95)}
+    assert {ops.get(Op(c)).min_feature_level for c in range(38, 95)} == {3}
+
+
+def test_fl3_forms_of_fl1_operations():
+    # TENSOR_FLOAT16 and per-channel filters are FL3 forms (NNAPI types.spec, HAL 1.2)
+    assert T.TENSOR_FLOAT16 not in ops.operand_types_at(Op.CONV_2D, 2)
+    assert T.TENSOR_FLOAT16 in ops.operand_types_at(Op.CONV_2D, 3)
+    filters = {s.inputs[1].type for s in ops.signatures_at(Op.CONV_2D, 3)}
+    assert T.TENSOR_QUANT8_SYMM_PER_CHANNEL in filters
+    assert {len(s.inputs) for s in ops.signatures_at(Op.CONV_2D, 3)} >= {7, 8, 10, 11, 13}
+
+
+def test_every_operation_is_documented_where_it_is_declared():
+    """Each row's module docstring names the operation (its NNAPI definition lives there),
+    and the row has a one-line summary."""
+    for op_type, d in ops.REGISTRY.items():
+        module = sys.modules[d.prepare.__module__]
+        assert op_type.name in (module.__doc__ or ""), f"{op_type.name}: not named in {module.__name__}'s docstring"
+        assert d.summary, f"{op_type.name}: no summary"

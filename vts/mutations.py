@@ -648,6 +648,26 @@ def _operation_operand_type_skip(sg: Subgraph, i: int, t, flexible_ops=None) -> 
     return False
 
 
+def _still_matches(sg: Subgraph, i: int, new: Operand) -> bool:
+    """Whether every operation using operand ``i`` still matches a signature of the
+    operation table (types, counts, ranks) with operand ``i`` replaced by ``new``: such a
+    mutant may be a valid model in another form of the operation (e.g. CONV_2D's BOOL
+    layout flag turned INT32 reads as the explicit-padding form), so it is not offered."""
+    from runtime.hal.validate import operand_view
+    users = [op for op in sg.operations if i in op.inputs or i in op.outputs]
+    for op in users:
+        opdef = None if is_extension_type(op.type) else ops.get(op.type)
+        if opdef is None:
+            return False
+
+        def view(k):
+            o = new if k == i else sg.operands[k]
+            return operand_view(o, None, o.lifetime == L.NO_VALUE)
+        if opdef.match([view(k) for k in op.inputs], [view(k) for k in op.outputs]) is None:
+            return False
+    return bool(users)
+
+
 def _operation_operand_type_sites(model: Model) -> list:
     sg = model.main
     used = _used_operands(sg)
@@ -660,6 +680,9 @@ def _operation_operand_type_sites(model: Model) -> list:
             if t == T.SUBGRAPH or _operation_operand_type_skip(sg, i, t, flexible_ops):
                 continue
             if t == T.TENSOR_QUANT8_SYMM_PER_CHANNEL and (o.dimensions or [1])[0] == 0:
+                continue
+            new = _operand_as(o, t)
+            if new is not None and _still_matches(sg, i, new):
                 continue
             sites.append((i, t))
     return sites
@@ -674,7 +697,10 @@ def _operation_operand_type(model: Model, site) -> ModelMutant:
     the new size at the start of operandValues), except where AOSP's skip list says the slot
     accepts that type (LSH_PROJECTION's hash input, CAST/ARGMAX/ARGMIN, QUANTIZE,
     DEQUANTIZE, RANDOM_MULTINOMIAL, the convolutions' filter, AXIS_ALIGNED_BBOX_TRANSFORM's
-    boxes, RANK). Omitted (NO_VALUE) and unused operands are left alone.
+    boxes, RANK), and where the mutated operation still matches a signature of the
+    operation table (another form of it, as a CONV_2D whose BOOL layout flag turned INT32
+    reads as the explicit-padding form). Omitted (NO_VALUE) and unused operands are left
+    alone.
 
     HAL rule broken: each operation's operands have the types one of its signatures
     gives."""
