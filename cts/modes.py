@@ -125,8 +125,5 @@ def applies(tm: TestModel, mode: Mode) -> bool:
         if not any(o.type == OperandType.TENSOR_QUANT8_ASYMM for o in tm.main.operands):
             return False
     if mode.compute == "fenced" or mode.memory == "device":
-        for i in tm.main.output_indexes:
-            o = tm.main.operands[i]
-            if not o.dimensions or 0 in o.dimensions:
-                return False
+        return tm.outputs_fully_specified
     return True

@@ -90,6 +90,14 @@ class TestModel:
         return fl if fl is not None else VERSION_FEATURE_LEVEL.get(self.version, 8)
 
     @property
+    def outputs_fully_specified(self) -> bool:
+        """Whether every main output declares its rank and every dimension (none 0: neither
+        unknown nor zero-sized). Fenced executions and driver-allocated memories need it
+        (they report no output shapes), so AOSP's CTS and VTS run them only then."""
+        return all(self.main.operands[i].dimensions and 0 not in self.main.operands[i].dimensions
+                   for i in self.main.output_indexes)
+
+    @property
     def operation_types(self) -> list[OperationType]:
         """Distinct operation types of every subgraph, in NNAPI code order."""
         return sorted({op.type for sg in [self.main, *self.referenced] for op in sg.operations})
