@@ -61,3 +61,15 @@ def test_every_operation_is_documented_where_it_is_declared():
         module = sys.modules[d.prepare.__module__]
         assert op_type.name in (module.__doc__ or ""), f"{op_type.name}: not named in {module.__name__}'s docstring"
         assert d.summary, f"{op_type.name}: no summary"
+
+
+def test_operation_codes_quoted_in_docstrings_are_right():
+    """``NAME (code)`` in an operation module's docstring gives the NNAPI code of
+    runtime.types (checked against NeuralNetworksTypes.h when the enum was written)."""
+    import re
+    wrong = []
+    for module in {sys.modules[d.prepare.__module__] for d in ops.REGISTRY.values()}:
+        for name, code in re.findall(r"\b([A-Z][A-Z0-9_]{2,}) \((?:NNAPI code |code )?(\d+)\b", module.__doc__ or ""):
+            if name in Op.__members__ and Op[name] != int(code):
+                wrong.append(f"{module.__name__}: {name} ({code}), NNAPI code {int(Op[name])}")
+    assert not wrong, wrong

@@ -1,5 +1,5 @@
 """Comparisons and boolean logic of feature level 3: EQUAL (48), GREATER (53),
-GREATER_EQUAL (54), LESS (58), LESS_EQUAL (59), NOT_EQUAL (75), LOGICAL_AND (61),
+GREATER_EQUAL (54), LESS (58), LESS_EQUAL (59), NOT_EQUAL (68), LOGICAL_AND (61),
 LOGICAL_OR (63), LOGICAL_NOT (62) and SELECT (84).
 
 Declared signatures (all FL3; NNAPI ``types.spec`` and AOSP ``common/types/operations/src/

@@ -1,6 +1,6 @@
-"""Element-wise math of feature level 3: the unary ABS (38), EXP (49), LOG (60), NEG (70),
-RSQRT (83), SIN (85), SQRT (88), and the broadcasting binary POW (81), MAXIMUM (65),
-MINIMUM (67), PRELU (71).
+"""Element-wise math of feature level 3: the unary ABS (38), EXP (49), LOG (60), NEG (67),
+RSQRT (83), SIN (85), SQRT (88), and the broadcasting binary POW (70), MAXIMUM (65),
+MINIMUM (66), PRELU (71).
 
 Declared signatures (all FL3; NNAPI ``types.spec`` and AOSP ``common/types/operations/src/
 {Elementwise,Neg,Pow,MaximumMinimum,PRelu}.cpp`` for the levels):
