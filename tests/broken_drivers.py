@@ -182,3 +182,41 @@ class LaxScaleDriver(SampleDevice):
 
     def _check_preparable(self, model):
         super()._check_preparable(self._repaired(model))
+
+
+class _ArgumentOverride(SampleDevice):
+    """Sample driver that runs chosen operations with some scalar inputs forced to a value
+    (in shape inference and kernel alike), found by the slot names of the operation table's
+    matching signature: ``slots`` maps a slot name to the value it is forced to."""
+
+    slots: dict = {}
+
+    def run(self, model, request):
+        table = dict(ops.REGISTRY)
+        for op_type, opdef in ops.REGISTRY.items():
+            if any(a.name in self.slots for s in opdef.signatures for a in s.inputs):
+                table[op_type] = dataclasses.replace(opdef, prepare=self._forced(opdef, opdef.prepare),
+                                                     execute=self._forced(opdef, opdef.execute))
+        return execute(model, request, table)
+
+    def _forced(self, opdef, step):
+        def run(ctx):
+            sig = opdef.match(ctx.inputs, ctx.outputs)
+            for j, arg in enumerate(sig.inputs if sig else ()):
+                if arg.name in self.slots and not ctx.inputs[j].omitted:
+                    ctx.inputs[j].value = np.asarray(self.slots[arg.name], ctx.inputs[j].value.dtype)
+            return step(ctx)
+        return run
+
+
+class IgnoresLayout(_ArgumentOverride):
+    """Treats every NCHW tensor as NHWC: the FL3 ``layout`` flag of every operation that has
+    one (convolutions, poolings, resizes, ROI operations, ...) is read as false."""
+
+    slots = {"layout": False}
+
+
+class IgnoresDilation(_ArgumentOverride):
+    """Runs CONV_2D and DEPTHWISE_CONV_2D as if their FL3 dilation factors were 1."""
+
+    slots = {"dilation_width": 1, "dilation_height": 1}

@@ -69,3 +69,52 @@ def test_execution_seam_faults_are_caught(tmp_path, driver, modes, failing_mode,
     assert all(fragment in r["message"] for r in failed), failed[0]["message"]
     if driver == "LostAsyncCallback":  # every other path still works
         assert all(r["outcome"] == "passed" for r in by_mode["sync"])
+
+
+def _dilation_of(tm) -> int:
+    """Largest dilation factor of the model's convolutions (1 when it has none): the last two
+    inputs of a 13-input CONV_2D or 14-input DEPTHWISE_CONV_2D, or of an implicit-padding
+    form whose input 7 (8) is the BOOL layout flag."""
+    from runtime.types import OperandType as T
+    best = 1
+    for op in tm.main.operations:
+        n = {"CONV_2D": (13, 7), "DEPTHWISE_CONV_2D": (14, 8)}.get(op.type.name)
+        if n is None:
+            continue
+        explicit_n, layout_at = n
+        ins = [tm.main.operands[i] for i in op.inputs]
+        if len(ins) == explicit_n or (len(ins) == layout_at + 3 and ins[layout_at].type == T.BOOL):
+            best = max(best, *(int(o.data) for o in ins[-2:] if o.data is not None))
+    return best
+
+
+def test_ignored_dilation_is_caught_and_only_where_dilation_is_used(tmp_path):
+    """FL3 fault: CONV_2D / DEPTHWISE_CONV_2D dilation factors read as 1. Every corpus model
+    with a dilation > 1 must fail; those with dilation 1 must still pass."""
+    from runtime.testing.test_model import load_spec
+    from tests.cts_run import ROOT
+    spec = ROOT / "cts" / "corpus" / "V1_2" / "conv2d_dilation.json.gz"
+    dilation = {f"V1_2/conv2d_dilation/{tm.name}": _dilation_of(tm) for tm in load_spec(spec)}
+    code, records, out = run_cts(tmp_path, "--driver", "tests.broken_drivers:IgnoresDilation",
+                                 "-k", "V1_2 and conv2d_dilation")
+    assert code == 1, out[-2000:]
+    assert set(records) == set(dilation)
+    dilated = {i for i, d in dilation.items() if d > 1}
+    assert dilated and dilated != set(dilation)  # both kinds are in the spec
+    assert {i for i, r in records.items() if r["outcome"] == "failed"} == dilated
+    assert all(records[i]["outcome"] == "passed" for i in set(dilation) - dilated)
+
+
+def test_ignored_nchw_layout_is_caught(tmp_path):
+    """FL3 fault: the layout flag read as NHWC. Models in NCHW fail (wrong values or shapes);
+    their NHWC twins pass."""
+    code, records, out = run_cts(tmp_path, "--driver", "tests.broken_drivers:IgnoresLayout",
+                                 "-k", "V1_2 and (conv2d_dilation or resize_nearest_neighbor or roi_align"
+                                       " or space_to_depth_v1_2)")
+    assert code == 1, out[-2000:]
+    failed = {i for i, r in records.items() if r["outcome"] == "failed"}
+    nchw = {i for i in records if "nchw" in i}
+    assert len(failed) >= 100 and failed <= nchw, sorted(failed - nchw)[:5]
+    assert all(records[i]["outcome"] == "passed" for i in set(records) - nchw)
+    for op in ("CONV_2D", "RESIZE_NEAREST_NEIGHBOR", "ROI_ALIGN", "SPACE_TO_DEPTH"):
+        assert any(op in records[i]["operations"] for i in failed), op
