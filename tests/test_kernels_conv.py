@@ -7,80 +7,14 @@ import numpy as np
 import pytest
 
 from runtime.errors import NnapiError, OperationError
-from runtime.hal.validate import operation_feature_level
-from runtime.nnapi import Compilation, Execution, Model, get_devices
-from runtime.ops import REGISTRY
-from runtime.ops.base import OpContext, OperandView
-from runtime.types import FuseCode, OperandType as T, OperationType as Op, PaddingCode, operand_dtype
+from runtime.ops.base import OperandView
+from runtime.types import FuseCode, OperandType as T, OperationType as Op, PaddingCode
+from tests.util import const, flag, i32, inp, level, out, run_direct, run_op, view
 
 F16, F32, Q8, I32 = T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
 PC = T.TENSOR_QUANT8_SYMM_PER_CHANNEL
 NONE, RELU = FuseCode.NONE, FuseCode.RELU
 SAME, VALID = PaddingCode.SAME, PaddingCode.VALID
-
-
-# --- helpers --------------------------------------------------------------------------------
-
-def inp(t, x, scale=0.0, zp=0):
-    """A model input (fed at execution)."""
-    x = np.asarray(x)
-    return (t, list(x.shape), ("input", x), scale, zp)
-
-
-def const(t, x, scale=0.0, zp=0, channel_quant=None):
-    """A constant operand; ``channel_quant``: (scales, channelDim) for a per-channel type."""
-    x = np.asarray(x)
-    return (t, list(x.shape), x, scale, zp, channel_quant)
-
-
-def i32(v):
-    return (T.INT32, [], v, 0.0, 0)
-
-
-def flag(v):
-    return (T.BOOL, [], v, 0.0, 0)
-
-
-def out(t, dims, scale=0.0, zp=0):
-    return (t, list(dims), scale, zp)
-
-
-def run(op, inputs, outputs):
-    """One-operation model through the front end on the sample driver (like tests.util.run_op,
-    plus per-channel quantization parameters on constants)."""
-    model = Model()
-    ins, feeds = [], []
-    for t, dims, value, scale, zp, *rest in inputs:
-        i = model.add_operand(t, dims, scale, zp)
-        if rest and rest[0] is not None:
-            model.set_operand_symm_per_channel_quant_params(i, *rest[0])
-        if isinstance(value, tuple) and value[0] == "input":
-            feeds.append((i, np.asarray(value[1], operand_dtype(t))))
-        else:
-            model.set_operand_value(i, np.asarray(value, operand_dtype(t)))
-        ins.append(i)
-    outs = [model.add_operand(t, dims, scale, zp) for t, dims, scale, zp in outputs]
-    model.add_operation(op, ins, outs)
-    model.identify_inputs_and_outputs([i for i, _ in feeds], outs)
-    model.finish()
-    compilation = Compilation.create_for_devices(model, get_devices(["sample"]))
-    compilation.finish()
-    execution = Execution(compilation)
-    for j, (_, value) in enumerate(feeds):
-        execution.set_input(j, value)
-    results = []
-    for j, (t, dims, _, _) in enumerate(outputs):
-        results.append(np.zeros(dims, operand_dtype(t)))
-        execution.set_output(j, results[-1])
-    execution.compute()
-    return results
-
-
-def view(t, x, scale=0.0, zp=0, channel_quant=None):
-    x = np.asarray(x, operand_dtype(t))
-    cq = None if channel_quant is None else (np.asarray(channel_quant[0], np.float32),
-                                             channel_quant[1])
-    return OperandView(t, tuple(x.shape), scale, zp, value=x, channel_quant=cq)
 
 
 def iv(v):
@@ -89,22 +23,6 @@ def iv(v):
 
 def bv(v):
     return view(T.BOOL, np.bool_(v))
-
-
-def run_direct(op, inputs, out_type, scale=0.0, zp=0):
-    """validate + prepare + execute of the table's row on operand views (zero-sized tensors
-    and per-channel filters without a model). Returns (shape, value)."""
-    outputs = [OperandView(out_type, (), scale, zp)]
-    ctx = OpContext(op, inputs, outputs)
-    REGISTRY[op].validate(ctx)
-    (shape,) = REGISTRY[op].prepare(ctx)
-    outputs[0].dims = shape
-    (value,) = REGISTRY[op].execute(ctx)
-    return shape, value
-
-
-def level(op, inputs, out_view):
-    return operation_feature_level(REGISTRY[op], inputs, [out_view], False)[0]
 
 
 def naive_conv(x, f, bias, groups, stride, pad, dilation):
@@ -164,9 +82,9 @@ def test_conv_2d_nchw_with_dilation_implicit_padding():
     # inputs, input 7 is BOOL.
     x = np.arange(25, dtype=np.float32).reshape(1, 1, 5, 5)
     f = np.stack([np.ones((2, 2, 1)), 2 * np.ones((2, 2, 1))]).astype(np.float32)
-    (o,) = run(Op.CONV_2D, [inp(F32, x), const(F32, f), const(F32, [1, -24]), i32(VALID), i32(1),
-                            i32(1), i32(NONE), flag(True), i32(2), i32(2)],
-               [out(F32, [1, 2, 3, 3])])
+    (o,) = run_op(Op.CONV_2D, [inp(F32, x), const(F32, f), const(F32, [1, -24]), i32(VALID), i32(1),
+                               i32(1), i32(NONE), flag(True), i32(2), i32(2)],
+                  [out(F32, [1, 2, 3, 3])])
     i, j = np.mgrid[0:3, 0:3]
     np.testing.assert_array_equal(o[0, 0], 20 * i + 4 * j + 25)
     np.testing.assert_array_equal(o[0, 1], 40 * i + 8 * j + 24)
@@ -177,9 +95,9 @@ def test_conv_2d_explicit_padding_with_different_dilations():
     # 2 wide), padding left 1, right 1: output 1 x 4. Rows read: 0 and 2 ([1, 2, 3], [7, 8, 9]);
     # columns j-1, j: j=0 -> 1+7 = 8; j=1 -> 1+2+7+8 = 18; j=2 -> 2+3+8+9 = 22; j=3 -> 3+9 = 12.
     x = np.arange(1, 10, dtype=np.float32).reshape(1, 3, 3, 1)
-    (o,) = run(Op.CONV_2D, [inp(F32, x), const(F32, np.ones((1, 2, 2, 1))), const(F32, [0]),
-                            i32(1), i32(1), i32(0), i32(0), i32(1), i32(1), i32(NONE), flag(False),
-                            i32(1), i32(2)], [out(F32, [1, 1, 4, 1])])
+    (o,) = run_op(Op.CONV_2D, [inp(F32, x), const(F32, np.ones((1, 2, 2, 1))), const(F32, [0]),
+                               i32(1), i32(1), i32(0), i32(0), i32(1), i32(1), i32(NONE), flag(False),
+                               i32(1), i32(2)], [out(F32, [1, 1, 4, 1])])
     assert o.reshape(-1).tolist() == [8, 18, 22, 12]
 
 
@@ -188,9 +106,9 @@ def test_conv_2d_layout_flag_alone_and_float16():
     # 1x2 input [0.5, 1.5], 1x1 filters [2] and [-1], bias [0.25, 0]:
     # channel 0: [1.25, 3.25]; channel 1: [-0.5, -1.5]; RELU -> [0, 0]. All exact in float16.
     x = np.array([0.5, 1.5], np.float16).reshape(1, 1, 2, 1)
-    (o,) = run(Op.CONV_2D, [inp(F16, x), const(F16, np.array([2, -1]).reshape(2, 1, 1, 1)),
-                            const(F16, [0.25, 0]), i32(0), i32(0), i32(0), i32(0), i32(1), i32(1),
-                            i32(RELU), flag(False)], [out(F16, [1, 1, 2, 2])])
+    (o,) = run_op(Op.CONV_2D, [inp(F16, x), const(F16, np.array([2, -1]).reshape(2, 1, 1, 1)),
+                               const(F16, [0.25, 0]), i32(0), i32(0), i32(0), i32(0), i32(1), i32(1),
+                               i32(RELU), flag(False)], [out(F16, [1, 1, 2, 2])])
     assert o.dtype == np.float16
     assert o.reshape(2, 2).tolist() == [[1.25, 0], [3.25, 0]]
 
@@ -203,8 +121,8 @@ def test_conv_2d_per_channel_filter():
     x = np.array([12, 14], np.uint8).reshape(1, 1, 1, 2)
     filt = const(PC, np.array([[2, 4], [4, -8]], np.int8).reshape(2, 1, 1, 2),
                  channel_quant=([0.5, 0.25], 0))
-    (o,) = run(Op.CONV_2D, [inp(Q8, x, 0.5, 10), filt, const(I32, [2, 4]), i32(VALID), i32(1),
-                            i32(1), i32(NONE)], [out(Q8, [1, 1, 1, 2], 0.5, 10)])
+    (o,) = run_op(Op.CONV_2D, [inp(Q8, x, 0.5, 10), filt, const(I32, [2, 4]), i32(VALID), i32(1),
+                               i32(1), i32(NONE)], [out(Q8, [1, 1, 1, 2], 0.5, 10)])
     assert o.reshape(-1).tolist() == [21, 5]
 
 
@@ -213,10 +131,10 @@ def test_conv_2d_per_channel_needs_channel_dim_0_and_feature_level_3():
     b = view(I32, [0, 0])
     args = [iv(VALID), iv(1), iv(1), iv(NONE)]
     good = view(PC, np.ones((2, 1, 1, 2)), channel_quant=([0.5, 0.25], 0))
-    assert level(Op.CONV_2D, [x, good, b, *args], OperandView(Q8, (1, 1, 1, 2), 0.5, 10)) == 3
+    assert level(Op.CONV_2D, [x, good, b, *args], [OperandView(Q8, (1, 1, 1, 2), 0.5, 10)]) == 3
     bad = view(PC, np.ones((2, 1, 1, 2)), channel_quant=([0.5, 0.25], 3))
     with pytest.raises(OperationError, match=r"input 1 \(filter\): per-channel channelDim 3 must be 0"):
-        run_direct(Op.CONV_2D, [x, bad, b, *args], Q8, 0.5, 10)
+        run_direct(Op.CONV_2D, [x, bad, b, *args], [OperandView(Q8, (), 0.5, 10)])
 
 
 def test_conv_2d_feature_levels_of_the_new_inputs():
@@ -224,31 +142,33 @@ def test_conv_2d_feature_levels_of_the_new_inputs():
     x, f, b = view(F32, np.ones((1, 3, 3, 1))), view(F32, np.ones((1, 1, 1, 1))), view(F32, [0])
     o = OperandView(F32, (1, 3, 3, 1))
     base = [x, f, b, iv(SAME), iv(1), iv(1), iv(NONE)]
-    assert level(Op.CONV_2D, base, o) == 1
-    assert level(Op.CONV_2D, base + [bv(False)], o) == 3
-    assert level(Op.CONV_2D, base + [bv(False), iv(1), iv(1)], o) == 3
+    assert level(Op.CONV_2D, base, [o]) == 1
+    assert level(Op.CONV_2D, base + [bv(False)], [o]) == 3
+    assert level(Op.CONV_2D, base + [bv(False), iv(1), iv(1)], [o]) == 3
     h = view(F16, np.ones((1, 3, 3, 1)))
     assert level(Op.CONV_2D, [h, view(F16, np.ones((1, 1, 1, 1))), view(F16, [0]), *base[3:]],
-                 OperandView(F16, (1, 3, 3, 1))) == 3
+                 [OperandView(F16, (1, 3, 3, 1))]) == 3
 
 
 def test_conv_2d_rejects_bad_dilation_and_omitted_optionals_mean_defaults():
     x, f, b = view(F32, np.ones((1, 3, 3, 1))), view(F32, np.ones((1, 2, 2, 1))), view(F32, [0])
     base = [x, f, b, iv(SAME), iv(1), iv(1), iv(NONE)]
     with pytest.raises(OperationError, match="dilation width 0 and height 1 must be > 0"):
-        run_direct(Op.CONV_2D, base + [bv(False), iv(0), iv(1)], F32)
+        run_direct(Op.CONV_2D, base + [bv(False), iv(0), iv(1)], [OperandView(F32, ())])
     # omitted layout and dilation (no value): NHWC, dilation 1. SAME 2x2 ones on a 3x3 of ones:
     # padding (0, 1) per axis; corners of the 2x2 windows: 4 inside, last row/column 2, corner 1.
     omitted = [OperandView(T.BOOL, (), omitted=True), OperandView(T.INT32, (), omitted=True),
                OperandView(T.INT32, (), omitted=True)]
-    shape, o = run_direct(Op.CONV_2D, base + omitted, F32)
+    (shape,), (o,) = run_direct(Op.CONV_2D, base + omitted, [OperandView(F32, ())])
     assert shape == (1, 3, 3, 1)
     assert o.reshape(3, 3).tolist() == [[4, 4, 2], [4, 4, 2], [2, 2, 1]]
 
 
 def test_conv_2d_zero_batches_give_an_empty_output():
-    shape, o = run_direct(Op.CONV_2D, [view(F32, np.ones((0, 3, 3, 2))), view(F32, np.ones((4, 2, 2, 2))),
-                                       view(F32, np.zeros(4)), iv(VALID), iv(1), iv(1), iv(NONE)], F32)
+    (shape,), (o,) = run_direct(
+        Op.CONV_2D, [view(F32, np.ones((0, 3, 3, 2))), view(F32, np.ones((4, 2, 2, 2))),
+                     view(F32, np.zeros(4)), iv(VALID), iv(1), iv(1), iv(NONE)],
+        [OperandView(F32, ())])
     assert shape == (0, 2, 2, 4) and o.shape == (0, 2, 2, 4)
 
 
@@ -260,9 +180,11 @@ def test_conv_2d_matches_the_naive_formula_with_stride_padding_and_dilation():
     bias = rng.standard_normal(4).astype(np.float32)
     expected = naive_conv(x.astype(np.float64), f.astype(np.float64), bias.astype(np.float64), 1,
                           (2, 1), (1, 2, 0, 1), (2, 3))
-    shape, o = run_direct(Op.CONV_2D, [view(F32, x.transpose(0, 3, 1, 2)), view(F32, f), view(F32, bias),
-                                       iv(0), iv(1), iv(1), iv(2), iv(1), iv(2), iv(NONE), bv(True),
-                                       iv(3), iv(2)], F32)
+    (shape,), (o,) = run_direct(
+        Op.CONV_2D, [view(F32, x.transpose(0, 3, 1, 2)), view(F32, f), view(F32, bias),
+                     iv(0), iv(1), iv(1), iv(2), iv(1), iv(2), iv(NONE), bv(True),
+                     iv(3), iv(2)],
+        [OperandView(F32, ())])
     np.testing.assert_allclose(o.transpose(0, 2, 3, 1), expected, rtol=1e-5, atol=1e-5)
 
 
@@ -277,9 +199,9 @@ def test_depthwise_conv_2d_multiplier_dilation_float16():
     f = np.zeros((1, 2, 2, 2), np.float16)
     f[..., 0] = 1
     f[0, 1, 1, 1] = 2
-    (o,) = run(Op.DEPTHWISE_CONV_2D, [inp(F16, x), const(F16, f), const(F16, [0.5, 0.25]),
-                                      i32(VALID), i32(1), i32(1), i32(2), i32(NONE), flag(False),
-                                      i32(2), i32(2)], [out(F16, [1, 1, 1, 2])])
+    (o,) = run_op(Op.DEPTHWISE_CONV_2D, [inp(F16, x), const(F16, f), const(F16, [0.5, 0.25]),
+                                         i32(VALID), i32(1), i32(1), i32(2), i32(NONE), flag(False),
+                                         i32(2), i32(2)], [out(F16, [1, 1, 1, 2])])
     assert o.reshape(-1).tolist() == [20.5, 18.25]
 
 
@@ -289,14 +211,15 @@ def test_depthwise_conv_2d_per_channel_filter_channel_dim_3():
     # output scale 0.5 zp 10 -> [2/0.5 + 10, -4/0.5 + 10] = [14, 2].
     x = np.array([12, 14], np.uint8).reshape(1, 1, 1, 2)
     filt = const(PC, np.array([4, -8], np.int8).reshape(1, 1, 1, 2), channel_quant=([0.5, 0.25], 3))
-    (o,) = run(Op.DEPTHWISE_CONV_2D, [inp(Q8, x, 0.5, 10), filt, const(I32, [0, 0]), i32(VALID),
-                                      i32(1), i32(1), i32(1), i32(NONE), flag(False)],
-               [out(Q8, [1, 1, 1, 2], 0.5, 10)])
+    (o,) = run_op(Op.DEPTHWISE_CONV_2D, [inp(Q8, x, 0.5, 10), filt, const(I32, [0, 0]), i32(VALID),
+                                         i32(1), i32(1), i32(1), i32(NONE), flag(False)],
+                  [out(Q8, [1, 1, 1, 2], 0.5, 10)])
     assert o.reshape(-1).tolist() == [14, 2]
     bad = view(PC, np.ones((1, 1, 1, 2)), channel_quant=([0.5, 0.25], 0))
     with pytest.raises(OperationError, match="channelDim 0 must be 3"):
         run_direct(Op.DEPTHWISE_CONV_2D, [view(Q8, x, 0.5, 10), bad, view(I32, [0, 0]), iv(VALID),
-                                          iv(1), iv(1), iv(1), iv(NONE)], Q8, 0.5, 10)
+                                          iv(1), iv(1), iv(1), iv(NONE)],
+                   [OperandView(Q8, (), 0.5, 10)])
 
 
 def test_depthwise_conv_2d_rejects_a_filter_whose_first_dimension_is_not_1():
@@ -305,7 +228,7 @@ def test_depthwise_conv_2d_rejects_a_filter_whose_first_dimension_is_not_1():
     with pytest.raises(OperationError, match=r"input 1 \(filter\) \[2, 2, 2, 4\]: dimension 0 must be 1"):
         run_direct(Op.DEPTHWISE_CONV_2D, [view(F32, np.ones((1, 3, 3, 2))), view(F32, np.ones((2, 2, 2, 4))),
                                           view(F32, np.zeros(4)), iv(VALID), iv(1), iv(1), iv(2),
-                                          iv(NONE)], F32)
+                                          iv(NONE)], [OperandView(F32, ())])
 
 
 # --- GROUPED_CONV_2D -------------------------------------------------------------------------
@@ -317,9 +240,9 @@ def test_grouped_conv_2d_nchw_hand_computed():
     # o2 = [1, 1].(c2, c3): 7, 70; o3 = [2, 0].(c2, c3): 6, 60.
     x = np.array([[1, 10], [2, 20], [3, 30], [4, 40]], np.float32).reshape(1, 4, 1, 2)
     f = np.array([[1, 1], [1, -1], [1, 1], [2, 0]], np.float32).reshape(4, 1, 1, 2)
-    (o,) = run(Op.GROUPED_CONV_2D, [inp(F32, x), const(F32, f), const(F32, [0, 0, 0, 0]),
-                                    i32(VALID), i32(1), i32(1), i32(2), i32(RELU), flag(True)],
-               [out(F32, [1, 4, 1, 2])])
+    (o,) = run_op(Op.GROUPED_CONV_2D, [inp(F32, x), const(F32, f), const(F32, [0, 0, 0, 0]),
+                                       i32(VALID), i32(1), i32(1), i32(2), i32(RELU), flag(True)],
+                  [out(F32, [1, 4, 1, 2])])
     assert o.reshape(4, 2).tolist() == [[3, 30], [0, 0], [7, 70], [6, 60]]
 
 
@@ -329,9 +252,9 @@ def test_grouped_conv_2d_quant8_per_channel():
     # 0.5*0.5 -> [1, 0]. o0 = 1*2 + 1 = 3, o1 = 2*2 = 4; output scale 0.25 zp 0 -> [12, 16].
     x = np.array([12, 14], np.uint8).reshape(1, 1, 1, 2)
     filt = const(PC, np.array([4, 8], np.int8).reshape(2, 1, 1, 1), channel_quant=([0.5, 0.25], 0))
-    (o,) = run(Op.GROUPED_CONV_2D, [inp(Q8, x, 0.5, 10), filt, const(I32, [4, 0]), i32(0), i32(0),
-                                    i32(0), i32(0), i32(1), i32(1), i32(2), i32(NONE), flag(False)],
-               [out(Q8, [1, 1, 1, 2], 0.25, 0)])
+    (o,) = run_op(Op.GROUPED_CONV_2D, [inp(Q8, x, 0.5, 10), filt, const(I32, [4, 0]), i32(0), i32(0),
+                                       i32(0), i32(0), i32(1), i32(1), i32(2), i32(NONE), flag(False)],
+                  [out(Q8, [1, 1, 1, 2], 0.25, 0)])
     assert o.reshape(-1).tolist() == [12, 16]
 
 
@@ -344,8 +267,10 @@ def test_grouped_conv_2d_matches_the_naive_formula():
     f = rng.standard_normal((9, 3, 2, 2))
     bias = rng.standard_normal(9)
     expected = naive_conv(x, f, bias, 3, (2, 1), (1, 1, 0, 1), (1, 1))
-    shape, o = run_direct(Op.GROUPED_CONV_2D, [view(F32, x), view(F32, f), view(F32, bias), iv(SAME),
-                                               iv(1), iv(2), iv(3), iv(NONE), bv(False)], F32)
+    (shape,), (o,) = run_direct(
+        Op.GROUPED_CONV_2D, [view(F32, x), view(F32, f), view(F32, bias), iv(SAME),
+                             iv(1), iv(2), iv(3), iv(NONE), bv(False)],
+        [OperandView(F32, ())])
     assert shape == (1, 3, 4, 9)
     np.testing.assert_allclose(o, expected, rtol=1e-5, atol=1e-5)
 
@@ -354,13 +279,14 @@ def test_grouped_conv_2d_rejects_inconsistent_groups():
     x, b = view(F32, np.ones((1, 2, 2, 4))), view(F32, np.zeros(3))
     with pytest.raises(OperationError, match="depth_out 3 must be a multiple of num_groups 2"):
         run_direct(Op.GROUPED_CONV_2D, [x, view(F32, np.ones((3, 1, 1, 2))), b, iv(VALID), iv(1),
-                                        iv(1), iv(2), iv(NONE), bv(False)], F32)
+                                        iv(1), iv(2), iv(NONE), bv(False)], [OperandView(F32, ())])
     with pytest.raises(OperationError, match=r"input 6 \(num_groups\) 0 must be > 0"):
         run_direct(Op.GROUPED_CONV_2D, [x, view(F32, np.ones((3, 1, 1, 2))), b, iv(VALID), iv(1),
-                                        iv(1), iv(0), iv(NONE), bv(False)], F32)
+                                        iv(1), iv(0), iv(NONE), bv(False)], [OperandView(F32, ())])
     with pytest.raises(OperationError, match=r"depth 1 \* num_groups 2 must equal the input depth 4"):
         run_direct(Op.GROUPED_CONV_2D, [x, view(F32, np.ones((4, 1, 1, 1))), view(F32, np.zeros(4)),
-                                        iv(VALID), iv(1), iv(1), iv(2), iv(NONE), bv(False)], F32)
+                                        iv(VALID), iv(1), iv(1), iv(2), iv(NONE), bv(False)],
+                   [OperandView(F32, ())])
 
 
 # --- TRANSPOSE_CONV_2D -----------------------------------------------------------------------
@@ -371,9 +297,9 @@ def test_transpose_conv_2d_stride_2_hand_computed():
     # [[1, 2, 2, 4], [3, 4, 6, 8], [3, 6, 4, 8], [9, 12, 12, 16]].
     x = np.array([1, 2, 3, 4], np.float32).reshape(1, 2, 2, 1)
     f = np.array([1, 2, 3, 4], np.float32).reshape(1, 2, 2, 1)
-    (o,) = run(Op.TRANSPOSE_CONV_2D, [inp(F32, x), const(F32, f), const(F32, [0]), i32(0), i32(0),
-                                      i32(0), i32(0), i32(2), i32(2), i32(NONE), flag(False)],
-               [out(F32, [1, 4, 4, 1])])
+    (o,) = run_op(Op.TRANSPOSE_CONV_2D, [inp(F32, x), const(F32, f), const(F32, [0]), i32(0), i32(0),
+                                         i32(0), i32(0), i32(2), i32(2), i32(NONE), flag(False)],
+                  [out(F32, [1, 4, 4, 1])])
     assert o.reshape(4, 4).tolist() == [[1, 2, 2, 4], [3, 4, 6, 8], [3, 6, 4, 8], [9, 12, 12, 16]]
 
 
@@ -384,9 +310,9 @@ def test_transpose_conv_2d_stride_1_overlaps_and_explicit_padding():
     # NCHW with 1 channel has the same memory order. Bias 0.5 is added everywhere.
     x = np.array([1, 2, 3, 4], np.float32).reshape(1, 1, 2, 2)
     f = np.array([1, 2, 3, 4], np.float32).reshape(1, 2, 2, 1)
-    (o,) = run(Op.TRANSPOSE_CONV_2D, [inp(F32, x), const(F32, f), const(F32, [0.5]), i32(1), i32(0),
-                                      i32(0), i32(1), i32(1), i32(1), i32(NONE), flag(True)],
-               [out(F32, [1, 1, 2, 2])])
+    (o,) = run_op(Op.TRANSPOSE_CONV_2D, [inp(F32, x), const(F32, f), const(F32, [0.5]), i32(1), i32(0),
+                                         i32(0), i32(1), i32(1), i32(1), i32(NONE), flag(True)],
+                  [out(F32, [1, 1, 2, 2])])
     assert o.reshape(2, 2).tolist() == [[4.5, 4.5], [20.5, 16.5]]
 
 
@@ -397,9 +323,9 @@ def test_transpose_conv_2d_implicit_same_padding_from_the_output_shape():
     # each side -> [12, 123, 230]. Height 1 with a 1-high filter: no padding. float16.
     x = np.array([1, 2, 3], np.float16).reshape(1, 1, 3, 1)
     f = np.array([1, 10, 100], np.float16).reshape(1, 1, 3, 1)
-    (o,) = run(Op.TRANSPOSE_CONV_2D, [inp(F16, x), const(F16, f), const(F16, [0]),
-                                      const(I32, [1, 1, 3, 1]), i32(SAME), i32(1), i32(1),
-                                      i32(NONE), flag(False)], [out(F16, [1, 1, 3, 1])])
+    (o,) = run_op(Op.TRANSPOSE_CONV_2D, [inp(F16, x), const(F16, f), const(F16, [0]),
+                                         const(I32, [1, 1, 3, 1]), i32(SAME), i32(1), i32(1),
+                                         i32(NONE), flag(False)], [out(F16, [1, 1, 3, 1])])
     assert o.reshape(-1).tolist() == [12, 123, 230]
 
 
@@ -409,9 +335,9 @@ def test_transpose_conv_2d_per_channel_filter():
     # Outputs 2.5 and -1.5; scale 0.5 zp 10 -> [15, 7].
     x = np.array([12], np.uint8).reshape(1, 1, 1, 1)
     filt = const(PC, np.array([4, -8], np.int8).reshape(2, 1, 1, 1), channel_quant=([0.5, 0.25], 0))
-    (o,) = run(Op.TRANSPOSE_CONV_2D, [inp(Q8, x, 0.5, 10), filt, const(I32, [2, 4]), i32(0), i32(0),
-                                      i32(0), i32(0), i32(1), i32(1), i32(NONE), flag(False)],
-               [out(Q8, [1, 1, 1, 2], 0.5, 10)])
+    (o,) = run_op(Op.TRANSPOSE_CONV_2D, [inp(Q8, x, 0.5, 10), filt, const(I32, [2, 4]), i32(0), i32(0),
+                                         i32(0), i32(0), i32(1), i32(1), i32(NONE), flag(False)],
+                  [out(Q8, [1, 1, 1, 2], 0.5, 10)])
     assert o.reshape(-1).tolist() == [15, 7]
 
 
@@ -423,29 +349,33 @@ def test_transpose_conv_2d_matches_the_naive_formula_with_negative_tail_padding(
     f = rng.standard_normal((3, 3, 2, 2))
     bias = rng.standard_normal(3)
     expected = naive_transpose_conv(x, f, bias, (2, 3), (1, -1, 0, -2))
-    shape, o = run_direct(Op.TRANSPOSE_CONV_2D, [view(F32, x), view(F32, f), view(F32, bias), iv(0),
-                                                 iv(-2), iv(1), iv(-1), iv(3), iv(2), iv(NONE),
-                                                 bv(False)], F32)
+    (shape,), (o,) = run_direct(
+        Op.TRANSPOSE_CONV_2D, [view(F32, x), view(F32, f), view(F32, bias), iv(0),
+                               iv(-2), iv(1), iv(-1), iv(3), iv(2), iv(NONE),
+                               bv(False)],
+        [OperandView(F32, ())])
     assert shape == expected.shape == (2, 3 * 2 + 3 - 2 - 1 + 1, 4 * 3 + 2 - 3 - 0 + 2, 3)
     np.testing.assert_allclose(o, expected, rtol=1e-5, atol=1e-5)
 
 
 def test_transpose_conv_2d_zero_batches_and_errors():
     f, b = view(F32, np.ones((3, 2, 2, 2))), view(F32, np.zeros(3))
-    shape, o = run_direct(Op.TRANSPOSE_CONV_2D, [view(F32, np.ones((0, 2, 2, 2))), f, b, iv(0), iv(0),
-                                                 iv(0), iv(0), iv(1), iv(1), iv(NONE), bv(False)], F32)
+    (shape,), (o,) = run_direct(
+        Op.TRANSPOSE_CONV_2D, [view(F32, np.ones((0, 2, 2, 2))), f, b, iv(0), iv(0),
+                               iv(0), iv(0), iv(1), iv(1), iv(NONE), bv(False)],
+        [OperandView(F32, ())])
     assert shape == (0, 3, 3, 3) and o.shape == (0, 3, 3, 3)
     x = view(F32, np.ones((1, 2, 2, 2)))
     with pytest.raises(OperationError, match="padding left -1 and top 0 must be >= 0"):
         run_direct(Op.TRANSPOSE_CONV_2D, [x, f, b, iv(-1), iv(0), iv(0), iv(0), iv(1), iv(1),
-                                          iv(NONE), bv(False)], F32)
+                                          iv(NONE), bv(False)], [OperandView(F32, ())])
     with pytest.raises(OperationError, match=r"input 3 \(output_shape\) must hold 4 values"):
         run_direct(Op.TRANSPOSE_CONV_2D, [x, f, b, view(I32, [3, 3]), iv(SAME), iv(1), iv(1),
-                                          iv(NONE), bv(False)], F32)
+                                          iv(NONE), bv(False)], [OperandView(F32, ())])
     # 2x2 input, 2x2 filter, stride 1, padding top + bottom 3: 2 + 2 - 1 - 3 = 0 rows
     with pytest.raises(OperationError, match="output height 0 and width 3 must be > 0"):
         run_direct(Op.TRANSPOSE_CONV_2D, [x, f, b, iv(0), iv(0), iv(1), iv(2), iv(1), iv(1),
-                                          iv(NONE), bv(False)], F32)
+                                          iv(NONE), bv(False)], [OperandView(F32, ())])
 
 
 # --- FULLY_CONNECTED -------------------------------------------------------------------------
@@ -453,17 +383,19 @@ def test_transpose_conv_2d_zero_batches_and_errors():
 def test_fully_connected_float16_and_feature_level():
     # [1, 2] . [[1, 1], [2, -1]]' + [0.5, 0] = [1 + 2 + 0.5, 2 - 2 + 0] = [3.5, 0]
     x = np.array([[1, 2]], np.float16)
-    (o,) = run(Op.FULLY_CONNECTED, [inp(F16, x), const(F16, [[1, 1], [2, -1]]), const(F16, [0.5, 0]),
-                                    i32(NONE)], [out(F16, [1, 2])])
+    (o,) = run_op(Op.FULLY_CONNECTED, [inp(F16, x), const(F16, [[1, 1], [2, -1]]), const(F16, [0.5, 0]),
+                                       i32(NONE)], [out(F16, [1, 2])])
     assert o.dtype == np.float16 and o.tolist() == [[3.5, 0]]
     views = [view(F16, x), view(F16, [[1, 1], [2, -1]]), view(F16, [0.5, 0]), iv(NONE)]
-    assert level(Op.FULLY_CONNECTED, views, OperandView(F16, (1, 2))) == 3
+    assert level(Op.FULLY_CONNECTED, views, [OperandView(F16, (1, 2))]) == 3
 
 
 def test_fully_connected_zero_batches():
     # a [0, 2, 2, 1] input (as ROI_ALIGN gives for no boxes) with input_size 4 -> [0, 3]
-    shape, o = run_direct(Op.FULLY_CONNECTED, [view(F32, np.ones((0, 2, 2, 1))), view(F32, np.ones((3, 4))),
-                                               view(F32, np.zeros(3)), iv(NONE)], F32)
+    (shape,), (o,) = run_direct(
+        Op.FULLY_CONNECTED, [view(F32, np.ones((0, 2, 2, 1))), view(F32, np.ones((3, 4))),
+                             view(F32, np.zeros(3)), iv(NONE)],
+        [OperandView(F32, ())])
     assert shape == (0, 3) and o.shape == (0, 3)
 
 
@@ -471,6 +403,6 @@ def test_quantized_bias_scale_rule_still_applies_to_per_tensor_filters():
     # bias scale must be input_scale * filter_scale = 0.5 * 0.5 = 0.25 (NNAPI, FL1)
     x = np.full((1, 1, 1, 1), 12, np.uint8)
     with pytest.raises(NnapiError, match="bias scale 0.5 must equal input scale"):
-        run(Op.TRANSPOSE_CONV_2D, [inp(Q8, x, 0.5, 10), const(Q8, np.full((1, 1, 1, 1), 4), 0.5, 0),
-                                   const(I32, [0], 0.5, 0), i32(0), i32(0), i32(0), i32(0), i32(1),
-                                   i32(1), i32(NONE), flag(False)], [out(Q8, [1, 1, 1, 1], 0.5, 10)])
+        run_op(Op.TRANSPOSE_CONV_2D, [inp(Q8, x, 0.5, 10), const(Q8, np.full((1, 1, 1, 1), 4), 0.5, 0),
+                                      const(I32, [0], 0.5, 0), i32(0), i32(0), i32(0), i32(0), i32(1),
+                                      i32(1), i32(NONE), flag(False)], [out(Q8, [1, 1, 1, 1], 0.5, 10)])

@@ -7,51 +7,13 @@ import numpy as np
 import pytest
 
 from runtime.errors import NnapiError, OperationError
-from runtime.ops import REGISTRY
-from runtime.ops.base import OpContext, OperandView
+from runtime.ops.base import OperandView
 from runtime.types import OperandType as T, OperationType as Op
-from tests.util import run_op
+from tests.util import const, f32, flag, i32, inp, out, run_direct, run_op, view
 
 F16, F32, I32, Q8, Q16A, Q16S = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32,
                                  T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT16_ASYMM,
                                  T.TENSOR_QUANT16_SYMM)
-
-
-def inp(t, x, scale=0.0, zp=0):
-    x = np.asarray(x)
-    return (t, list(x.shape), ("input", x), scale, zp)
-
-
-def const(t, x, scale=0.0, zp=0):
-    x = np.asarray(x)
-    return (t, list(x.shape), x, scale, zp)
-
-
-def i32(v):
-    return (T.INT32, [], v, 0.0, 0)
-
-
-def f32(v):
-    return (T.FLOAT32, [], v, 0.0, 0)
-
-
-def boolean(v):
-    return (T.BOOL, [], v, 0.0, 0)
-
-
-def out(t, dims, scale=0.0, zp=0):
-    return (t, list(dims), scale, zp)
-
-
-def direct(op, inputs, outputs):
-    """prepare + execute of the table row of ``op`` without the front end (for shapes the
-    front end cannot bind, such as zero-sized outputs): inputs as (type, value, scale, zp),
-    outputs as (type, declared dims, scale, zp). Returns (shapes, values)."""
-    views = [OperandView(t, tuple(np.shape(v)), s, z, np.asarray(v, dtype=None))
-             for t, v, s, z in inputs]
-    ctx = OpContext(op, views, [OperandView(t, tuple(d), s, z) for t, d, s, z in outputs])
-    shapes = REGISTRY[op].prepare(ctx)
-    return shapes, REGISTRY[op].execute(ctx)
 
 
 # --- AXIS_ALIGNED_BBOX_TRANSFORM ----------------------------------------------------------
@@ -136,13 +98,14 @@ def test_box_with_nms_limit_gaussian_and_limit():
 
 def test_box_with_nms_limit_keeps_nothing_gives_zero_sized_outputs():
     # every class-1 score (0.9, 0.8, 0.7) is <= the score threshold 0.95
-    shapes, (s, b, c, n) = direct(
+    shapes, (s, b, c, n) = run_direct(
         Op.BOX_WITH_NMS_LIMIT,
-        [(F32, NMS_SCORES, 0, 0), (F32, NMS_BOXES, 0, 0), (I32, np.zeros(3, np.int32), 0, 0),
-         (T.FLOAT32, np.float32(0.95), 0, 0), (T.INT32, np.int32(-1), 0, 0),
-         (T.INT32, np.int32(0), 0, 0), (T.FLOAT32, np.float32(0.5), 0, 0),
-         (T.FLOAT32, np.float32(1), 0, 0), (T.FLOAT32, np.float32(0.1), 0, 0)],
-        [(F32, [0], 0, 0), (F32, [0, 4], 0, 0), (I32, [0], 0, 0), (I32, [0], 0, 0)])
+        [view(F32, NMS_SCORES), view(F32, NMS_BOXES), view(I32, np.zeros(3, np.int32)),
+         view(T.FLOAT32, np.float32(0.95)), view(T.INT32, np.int32(-1)),
+         view(T.INT32, np.int32(0)), view(T.FLOAT32, np.float32(0.5)),
+         view(T.FLOAT32, np.float32(1)), view(T.FLOAT32, np.float32(0.1))],
+        [OperandView(F32, (0,)), OperandView(F32, (0, 4)), OperandView(I32, (0,)),
+         OperandView(I32, (0,))])
     assert shapes == [(0,), (0, 4), (0,), (0,)]
     assert s.shape == (0,) and b.shape == (0, 4) and c.shape == (0,) and n.shape == (0,)
 
@@ -157,7 +120,7 @@ def test_box_with_nms_limit_bad_kernel_fails():
 def _proposals(scores, deltas, anchors, info, w_stride, iou, k):
     return run_op(Op.GENERATE_PROPOSALS,
                   [inp(F32, scores), inp(F32, deltas), const(F32, anchors), inp(F32, info),
-                   f32(1.0), f32(w_stride), i32(0), i32(-1), f32(iou), f32(1.0), boolean(False)],
+                   f32(1.0), f32(w_stride), i32(0), i32(-1), f32(iou), f32(1.0), flag(False)],
                   [out(F32, [k]), out(F32, [k, 4]), out(I32, [k])])
 
 
@@ -193,8 +156,8 @@ DP_ANCHORS = np.array([[0.5, 0.5, 1, 1], [2.5, 2.5, 1, 1]], np.float32)
 def _postprocess(regular, max_cls, n):
     return run_op(Op.DETECTION_POSTPROCESSING,
                   [inp(F32, DP_SCORES), inp(F32, np.zeros((1, 2, 4), np.float32)),
-                   const(F32, DP_ANCHORS), f32(10), f32(10), f32(5), f32(5), boolean(regular),
-                   i32(3), i32(max_cls), i32(1), f32(0.15), f32(0.5), boolean(False)],
+                   const(F32, DP_ANCHORS), f32(10), f32(10), f32(5), f32(5), flag(regular),
+                   i32(3), i32(max_cls), i32(1), f32(0.15), f32(0.5), flag(False)],
                   [out(F32, [1, n]), out(F32, [1, n, 4]), out(I32, [1, n]), out(I32, [1])])
 
 
@@ -224,7 +187,7 @@ def _align(x, roi, t=F32, roi_t=F32, scale=0.0, zp=0, roi_scale=0.0, ratio=1, nc
     dims = [1, 1, 2, 2] if nchw else [1, 2, 2, 1]
     return run_op(Op.ROI_ALIGN,
                   [inp(t, x, scale, zp), inp(roi_t, roi, roi_scale), inp(I32, np.array([0], np.int32)),
-                   i32(2), i32(2), f32(1.0), f32(1.0), i32(ratio), i32(ratio), boolean(nchw)],
+                   i32(2), i32(2), f32(1.0), f32(1.0), i32(ratio), i32(ratio), flag(nchw)],
                   [out(t, dims, scale, zp)])[0]
 
 
@@ -257,14 +220,14 @@ def test_roi_align_roi_outside_the_map_fails():
 
 
 def test_roi_align_zero_rois_gives_zero_batch_output():
-    shapes, (o,) = direct(
+    shapes, (o,) = run_direct(
         Op.ROI_ALIGN,
-        [(F32, FEATURE, 0, 0), (F32, np.zeros((0, 4), np.float32), 0, 0),
-         (I32, np.zeros(0, np.int32), 0, 0), (T.INT32, np.int32(2), 0, 0),
-         (T.INT32, np.int32(2), 0, 0), (T.FLOAT32, np.float32(1), 0, 0),
-         (T.FLOAT32, np.float32(1), 0, 0), (T.INT32, np.int32(0), 0, 0),
-         (T.INT32, np.int32(0), 0, 0), (T.BOOL, np.bool_(False), 0, 0)],
-        [(F32, [0, 2, 2, 1], 0, 0)])
+        [view(F32, FEATURE), view(F32, np.zeros((0, 4), np.float32)),
+         view(I32, np.zeros(0, np.int32)), view(T.INT32, np.int32(2)),
+         view(T.INT32, np.int32(2)), view(T.FLOAT32, np.float32(1)),
+         view(T.FLOAT32, np.float32(1)), view(T.INT32, np.int32(0)),
+         view(T.INT32, np.int32(0)), view(T.BOOL, np.bool_(False))],
+        [OperandView(F32, (0, 2, 2, 1))])
     assert shapes == [(0, 2, 2, 1)] and o.shape == (0, 2, 2, 1)
 
 
@@ -274,7 +237,7 @@ def test_roi_pooling_max_per_bin():
     (o,) = run_op(Op.ROI_POOLING,
                   [inp(F32, FEATURE), inp(F32, np.array([[0, 0, 3, 3]], np.float32)),
                    inp(I32, np.array([0], np.int32)), i32(2), i32(2), f32(1.0), f32(1.0),
-                   boolean(False)], [out(F32, [1, 2, 2, 1])])
+                   flag(False)], [out(F32, [1, 2, 2, 1])])
     assert o.reshape(2, 2).tolist() == [[5, 7], [13, 15]]
 
 
@@ -285,7 +248,7 @@ def test_roi_pooling_quant8_moves_raw_values_with_stride():
                   [inp(Q8, (2 * FEATURE + 10).astype(np.uint8), 0.5, 10),
                    inp(Q16A, np.array([[0, 0, 16, 16]], np.uint16), 0.125),
                    inp(I32, np.array([0], np.int32)), i32(1), i32(1), f32(2.0), f32(2.0),
-                   boolean(False)], [out(Q8, [1, 1, 1, 1], 0.5, 10)])
+                   flag(False)], [out(Q8, [1, 1, 1, 1], 0.5, 10)])
     assert o.reshape(-1).tolist() == [20]
 
 
@@ -294,7 +257,7 @@ def test_roi_pooling_quant8_moves_raw_values_with_stride():
 def _heatmap(grid):
     return run_op(Op.HEATMAP_MAX_KEYPOINT,
                   [inp(F32, np.asarray(grid, np.float32).reshape(1, 3, 3, 1)),
-                   inp(F32, np.array([[0, 0, 6, 6]], np.float32)), boolean(False)],
+                   inp(F32, np.array([[0, 0, 6, 6]], np.float32)), flag(False)],
                   [out(F32, [1, 1]), out(F32, [1, 1, 2])])
 
 
@@ -317,7 +280,7 @@ def test_heatmap_max_keypoint_quadratic_refinement():
 
 def test_heatmap_max_keypoint_size_1_fails():
     with pytest.raises(OperationError):
-        direct(Op.HEATMAP_MAX_KEYPOINT,
-               [(F32, np.zeros((1, 1, 1, 1), np.float32), 0, 0),
-                (F32, np.array([[0, 0, 1, 1]], np.float32), 0, 0), (T.BOOL, np.bool_(False), 0, 0)],
-               [(F32, [1, 1], 0, 0), (F32, [1, 1, 2], 0, 0)])
+        run_direct(Op.HEATMAP_MAX_KEYPOINT,
+                   [view(F32, np.zeros((1, 1, 1, 1), np.float32)),
+                    view(F32, np.array([[0, 0, 1, 1]], np.float32)), view(T.BOOL, np.bool_(False))],
+                   [OperandView(F32, (1, 1)), OperandView(F32, (1, 1, 2))])

@@ -5,45 +5,12 @@ import numpy as np
 import pytest
 
 from runtime.errors import NnapiError, OperationError
-from runtime.hal.validate import operation_feature_level
-from runtime.nnapi import Compilation, Execution, Model, get_devices
-from runtime.ops import REGISTRY, OperandView, OpContext
+from runtime.ops import OperandView
 from runtime.types import FuseCode, OperandType as T, OperationType as Op
-from tests.util import run_op
+from tests.util import act, const, inp, level, out, run_direct, run_op, view
 
 F16, F32, I32, Q8, B8 = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32,
                          T.TENSOR_QUANT8_ASYMM, T.TENSOR_BOOL8)
-
-
-def inp(t, x, scale=0.0, zp=0):
-    x = np.asarray(x)
-    return (t, list(x.shape), ("input", x), scale, zp)
-
-
-def act(code=FuseCode.NONE):
-    return (T.INT32, [], code, 0.0, 0)
-
-
-def out(t, dims, scale=0.0, zp=0):
-    return (t, list(dims), scale, zp)
-
-
-def view(t, x, scale=0.0, zp=0):
-    x = np.asarray(x)
-    return OperandView(t, tuple(x.shape), scale, zp, value=x)
-
-
-def run_direct(op, inputs, outputs):
-    """prepare + execute of the table's row on operand views (zero-sized tensors)."""
-    ctx = OpContext(op, inputs, outputs)
-    shapes = REGISTRY[op].prepare(ctx)
-    for v, s in zip(outputs, shapes):
-        v.dims = s
-    return shapes, REGISTRY[op].execute(ctx)
-
-
-def level(op, inputs, outputs):
-    return operation_feature_level(REGISTRY[op], inputs, outputs, False)[0]
 
 
 # --- FL3 forms of ADD, MUL, SUB, DIV --------------------------------------------------------
@@ -132,20 +99,8 @@ def test_dequantize_symm_to_float16():
 
 def test_dequantize_per_channel():
     # channelDim 1, scales [0.5, 2]: [[2, 3], [-4, 5]] -> [[1, 6], [-2, 10]]
-    model = Model()
-    x = model.add_operand(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [2, 2])
-    model.set_operand_symm_per_channel_quant_params(x, [0.5, 2.0], 1)
-    model.set_operand_value(x, np.int8([[2, 3], [-4, 5]]))
-    y = model.add_operand(F32, [2, 2])
-    model.add_operation(Op.DEQUANTIZE, [x], [y])
-    model.identify_inputs_and_outputs([], [y])
-    model.finish()
-    c = Compilation.create_for_devices(model, get_devices(["sample"]))
-    c.finish()
-    e = Execution(c)
-    o = np.zeros((2, 2), np.float32)
-    e.set_output(0, o)
-    e.compute()
+    (o,) = run_op(Op.DEQUANTIZE, [const(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, np.int8([[2, 3], [-4, 5]]),
+                                        channel_quant=([0.5, 2.0], 1))], [out(F32, [2, 2])])
     np.testing.assert_array_equal(o, [[1, 6], [-2, 10]])
 
 

@@ -7,53 +7,13 @@ import numpy as np
 import pytest
 
 from runtime.errors import NnapiError
-from runtime.nnapi import Compilation, Execution, Model, get_devices
 from runtime.testing.criteria import judge
 from runtime.testing.test_model import load_spec
 from runtime.types import OperandType as T, OperationType as Op, operand_dtype
+from tests.util import OMIT, flag, i32, run_op
 
 F32, F16, I32, Q8, Q16 = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32,
                           T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT16_SYMM)
-OMIT = "omit"
-
-
-def run(op, inputs, outputs):
-    """Run one operation on the sample driver. ``inputs``: (type, dims, value[, scale,
-    zero_point]) with value a constant, ``OMIT`` (NO_VALUE) or ("input", array) for a
-    model input; ``outputs``: (type, dims[, scale, zero_point]). Returns output arrays."""
-    model, ins, feeds = Model(), [], []
-    for t, dims, value, *q in inputs:
-        i = model.add_operand(t, dims, *(q or (0.0, 0)))
-        if isinstance(value, tuple) and value[0] == "input":
-            feeds.append((i, value[1]))
-        elif isinstance(value, str) and value == OMIT:
-            model.set_operand_value(i, None)
-        else:
-            model.set_operand_value(i, np.asarray(value, operand_dtype(t)))
-        ins.append(i)
-    outs = [model.add_operand(t, dims, *(q or (0.0, 0))) for t, dims, *q in outputs]
-    model.add_operation(op, ins, outs)
-    model.identify_inputs_and_outputs([i for i, _ in feeds], outs)
-    model.finish()
-    compilation = Compilation.create_for_devices(model, get_devices(["sample"]))
-    compilation.finish()
-    execution = Execution(compilation)
-    for j, (_, value) in enumerate(feeds):
-        execution.set_input(j, value)
-    results = []
-    for j, (t, dims, *_) in enumerate(outputs):
-        results.append(np.zeros(dims, operand_dtype(t)))
-        execution.set_output(j, results[-1])
-    execution.compute()
-    return results
-
-
-def i32(v):
-    return (T.INT32, [], v)
-
-
-def boolean(v):
-    return (T.BOOL, [], v)
 
 
 def sigmoid(z):
@@ -65,9 +25,9 @@ def sigmoid(z):
 def test_rnn_float16():
     # x [1, 2] = [1, 2], W [[0.5, 0.25]], R [[2]], b [0.5], h [[1]], NONE:
     # 1*0.5 + 2*0.25 + 1*2 + 0.5 = 3.5 (exact in float16), both outputs
-    out = run(Op.RNN, [(F16, [1, 2], [[1, 2]]), (F16, [1, 2], [[0.5, 0.25]]), (F16, [1, 1], [[2]]),
-                       (F16, [1], [0.5]), (F16, [1, 1], ("input", np.array([[1]], np.float16))),
-                       i32(0)], [(F16, [1, 1]), (F16, [1, 1])])
+    out = run_op(Op.RNN, [(F16, [1, 2], [[1, 2]]), (F16, [1, 2], [[0.5, 0.25]]), (F16, [1, 1], [[2]]),
+                          (F16, [1], [0.5]), (F16, [1, 1], ("input", np.array([[1]], np.float16))),
+                          i32(0)], [(F16, [1, 1]), (F16, [1, 1])])
     assert [o.dtype for o in out] == [np.float16] * 2
     assert out[0].tolist() == [[3.5]] and out[1].tolist() == [[3.5]]
 
@@ -76,7 +36,7 @@ def test_svdf_float16():
     # 1 filter (rank 1, 1 unit), memory 2; state_in [0.5, 1.0] (oldest first).
     # newest entry <- x . wf = 2 * 3 = 6: memory [0.5, 6];
     # output = memory . wt + bias = 0.5*1 + 6*0.5 + 1 = 4.5; state_out = [6, 0]
-    state, out = run(Op.SVDF, [
+    state, out = run_op(Op.SVDF, [
         (F16, [1, 1], ("input", np.array([[2]], np.float16))), (F16, [1, 1], [[3]]),
         (F16, [1, 2], [[1, 0.5]]), (F16, [1], [1]), (F16, [1, 2], [[0.5, 1.0]]), i32(1), i32(0)],
         [(F16, [1, 2]), (F16, [1, 1])])
@@ -110,7 +70,7 @@ def test_lstm_float16_cifg_one_step():
     # h = 0.5 * tanh(1.3807970779) = 0.4407...
     c_expected = 1 + 0.5 * np.tanh(1.0)
     h_expected = 0.5 * np.tanh(c_expected)
-    scratch, h_out, c_out, out = run(Op.LSTM, [
+    scratch, h_out, c_out, out = run_op(Op.LSTM, [
         (F16, [1, 1], ("input", np.array([[1]], np.float16))), *lstm_cell_inputs(F16, 1),
         (F16, [1, 1], [[0]]), (F16, [1, 1], [[2]]), i32(4), (T.FLOAT16, [], 0.0),
         (T.FLOAT16, [], 0.0)], [(F16, [1, 3]), (F16, [1, 1]), (F16, [1, 1]), (F16, [1, 1])])
@@ -134,7 +94,7 @@ def test_lstm_layer_norm_27_inputs():
     cell = lstm_cell_inputs(F32, 1, xi=w, xf=w, xc=w, xo=w, bi=0, bo=0.5, n=2)
     cell[0], cell[1], cell[2], cell[3] = [(F32, [2, 1], w)] * 4
     ln = [(F32, [2], [1, 1]), (F32, [2], [1, 1]), (F32, [2], [2, 2]), (F32, [2], [1, 1])]
-    _, h_out, c_out, out = run(Op.LSTM, [
+    _, h_out, c_out, out = run_op(Op.LSTM, [
         (F32, [1, 1], ("input", np.array([[1]], np.float32))), *cell,
         (F32, [1, 2], [[0, 0]]), (F32, [1, 2], [[0, 0]]), i32(4), (T.FLOAT32, [], 0.0),
         (T.FLOAT32, [], 0.0), *ln], [(F32, [1, 8]), (F32, [1, 2]), (F32, [1, 2]), (F32, [1, 2])])
@@ -145,11 +105,11 @@ def test_lstm_layer_norm_27_inputs():
 def test_lstm_rejects_half_a_peephole():
     # cell_to_forget given, cell_to_output omitted: the peephole weights go together
     with pytest.raises(NnapiError):
-        run(Op.LSTM, [(F32, [1, 1], ("input", np.array([[1]], np.float32))),
-                      *lstm_cell_inputs(F32, 1, cf=1.0),
-                      (F32, [1, 1], [[0]]), (F32, [1, 1], [[0]]), i32(4), (T.FLOAT32, [], 0.0),
-                      (T.FLOAT32, [], 0.0)],
-            [(F32, [1, 3]), (F32, [1, 1]), (F32, [1, 1]), (F32, [1, 1])])
+        run_op(Op.LSTM, [(F32, [1, 1], ("input", np.array([[1]], np.float32))),
+                         *lstm_cell_inputs(F32, 1, cf=1.0),
+                         (F32, [1, 1], [[0]]), (F32, [1, 1], [[0]]), i32(4), (T.FLOAT32, [], 0.0),
+                         (T.FLOAT32, [], 0.0)],
+               [(F32, [1, 3]), (F32, [1, 1]), (F32, [1, 1]), (F32, [1, 1])])
 
 
 # --- sequence LSTMs ------------------------------------------------------------------------
@@ -164,9 +124,9 @@ def scalars(t, st):
 
 def test_unidirectional_sequence_lstm_batch_major():
     x = np.array([[[2], [4]]], np.float32)  # [batch 1, time 2, input 1]
-    (out,) = run(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, [
+    (out,) = run_op(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, [
         (F32, [1, 2, 1], ("input", x)), *lstm_cell_inputs(F32, 1), (F32, [1, 1], [[0]]),
-        (F32, [1, 1], [[0]]), *scalars(F32, T.FLOAT32), boolean(False),
+        (F32, [1, 1], [[0]]), *scalars(F32, T.FLOAT32), flag(False),
         *[(F32, [1], OMIT)] * 4], [(F32, [1, 2, 1])])
     assert out.reshape(-1).tolist() == [0.5, 1.25]
 
@@ -179,14 +139,14 @@ def bidirectional_lstm_inputs(x, aux=None, merge=True, time_major=True):
         [(F32, [1, 1], [[1]])] * 3
     return [(F32, shape, ("input", x)), *cell, *cell, *[(F32, [1, 1], [[0]])] * 4,
             (F32, shape, OMIT) if aux is None else (F32, shape, ("input", aux)), *aux_w,
-            *scalars(F32, T.FLOAT32), boolean(merge), boolean(time_major),
+            *scalars(F32, T.FLOAT32), flag(merge), flag(time_major),
             *[(F32, [1], OMIT)] * 8]
 
 
 def test_bidirectional_sequence_lstm_merged_outputs():
     # time-major [time 2, batch 1, 1]; merged output [.., fw + bw] = [[0.5, 1], [1.25, 1]]
     x = np.array([[[2]], [[4]]], np.float32)
-    (out,) = run(Op.BIDIRECTIONAL_SEQUENCE_LSTM, bidirectional_lstm_inputs(x), [(F32, [2, 1, 2])])
+    (out,) = run_op(Op.BIDIRECTIONAL_SEQUENCE_LSTM, bidirectional_lstm_inputs(x), [(F32, [2, 1, 2])])
     assert out.reshape(2, 2).tolist() == [[0.5, 1], [1.25, 1]]
 
 
@@ -205,8 +165,8 @@ def test_bidirectional_sequence_lstm_cross_linking():
             hs[t] = sigmoid(a[t, 0, 0]) * c
         return [hs[t] for t in (0, 1)]
 
-    fw, bw = run(Op.BIDIRECTIONAL_SEQUENCE_LSTM, bidirectional_lstm_inputs(x, a, merge=False),
-                 [(F32, [2, 1, 1]), (F32, [2, 1, 1])])
+    fw, bw = run_op(Op.BIDIRECTIONAL_SEQUENCE_LSTM, bidirectional_lstm_inputs(x, a, merge=False),
+                    [(F32, [2, 1, 1]), (F32, [2, 1, 1])])
     np.testing.assert_allclose(fw.reshape(-1), cell([0, 1]), rtol=1e-6)
     np.testing.assert_allclose(bw.reshape(-1), cell([1, 0]), rtol=1e-6)
 
@@ -220,16 +180,16 @@ def rnn_cell(w, r):
 def test_unidirectional_sequence_rnn_batch_major():
     # x = [1, 2, 3], W = 1, R = 0.5, h0 = 0, NONE: h = 1; 2 + 0.5 = 2.5; 3 + 1.25 = 4.25
     x = np.array([[[1], [2], [3]]], np.float32)
-    (out,) = run(Op.UNIDIRECTIONAL_SEQUENCE_RNN, [(F32, [1, 3, 1], ("input", x)), *rnn_cell(1, 0.5),
-                                                  i32(0), i32(0)], [(F32, [1, 3, 1])])
+    (out,) = run_op(Op.UNIDIRECTIONAL_SEQUENCE_RNN, [(F32, [1, 3, 1], ("input", x)), *rnn_cell(1, 0.5),
+                                                     i32(0), i32(0)], [(F32, [1, 3, 1])])
     assert out.reshape(-1).tolist() == [1, 2.5, 4.25]
 
 
 def test_unidirectional_sequence_rnn_time_major_flag_must_be_0_or_1():
     x = np.array([[[1]]], np.float32)
     with pytest.raises(NnapiError):
-        run(Op.UNIDIRECTIONAL_SEQUENCE_RNN, [(F32, [1, 1, 1], ("input", x)), *rnn_cell(1, 0.5),
-                                             i32(0), i32(2)], [(F32, [1, 1, 1])])
+        run_op(Op.UNIDIRECTIONAL_SEQUENCE_RNN, [(F32, [1, 1, 1], ("input", x)), *rnn_cell(1, 0.5),
+                                                i32(0), i32(2)], [(F32, [1, 1, 1])])
 
 
 def brnn_inputs(x, aux=None, aux_w=None, merge=False):
@@ -238,7 +198,7 @@ def brnn_inputs(x, aux=None, aux_w=None, merge=False):
             (F32, shape, OMIT) if aux is None else (F32, shape, ("input", aux)),
             *([(F32, [1, 1], OMIT)] * 2 if aux_w is None else
               [(F32, [1, 1], [[aux_w[0]]]), (F32, [1, 1], [[aux_w[1]]])]),
-            i32(0), boolean(True), boolean(merge)]
+            i32(0), flag(True), flag(merge)]
 
 
 X3 = np.array([[[1]], [[2]], [[3]]], np.float32)  # time-major [3, 1, 1]
@@ -247,7 +207,7 @@ X3 = np.array([[[1]], [[2]], [[3]]], np.float32)  # time-major [3, 1, 1]
 def test_bidirectional_sequence_rnn_merged():
     # fw (W 1, R 0.5): 1, 2.5, 4.25; bw (W 1, R 1) from the end: t2 = 3, t1 = 2 + 3 = 5,
     # t0 = 1 + 5 = 6 -> merged [[1, 6], [2.5, 5], [4.25, 3]]
-    (out,) = run(Op.BIDIRECTIONAL_SEQUENCE_RNN, brnn_inputs(X3, merge=True), [(F32, [3, 1, 2])])
+    (out,) = run_op(Op.BIDIRECTIONAL_SEQUENCE_RNN, brnn_inputs(X3, merge=True), [(F32, [3, 1, 2])])
     assert out.reshape(3, 2).tolist() == [[1, 6], [2.5, 5], [4.25, 3]]
 
 
@@ -255,8 +215,8 @@ def test_bidirectional_sequence_rnn_cross_linking():
     # aux = 1 at every step, fw aux weight 10, bw 100:
     # fw: 1 + 10 = 11; 2 + 5.5 + 10 = 17.5; 3 + 8.75 + 10 = 21.75
     # bw: t2 = 3 + 100 = 103; t1 = 2 + 103 + 100 = 205; t0 = 1 + 205 + 100 = 306
-    fw, bw = run(Op.BIDIRECTIONAL_SEQUENCE_RNN, brnn_inputs(X3, np.ones_like(X3), (10, 100)),
-                 [(F32, [3, 1, 1]), (F32, [3, 1, 1])])
+    fw, bw = run_op(Op.BIDIRECTIONAL_SEQUENCE_RNN, brnn_inputs(X3, np.ones_like(X3), (10, 100)),
+                    [(F32, [3, 1, 1]), (F32, [3, 1, 1])])
     assert fw.reshape(-1).tolist() == [11, 17.5, 21.75]
     assert bw.reshape(-1).tolist() == [306, 205, 103]
 
@@ -264,16 +224,16 @@ def test_bidirectional_sequence_rnn_cross_linking():
 def test_bidirectional_sequence_rnn_parallel_linking():
     # aux input without aux weights: the backward cell reads aux = [1, 1, 1]:
     # t2 = 1, t1 = 1 + 1 = 2, t0 = 1 + 2 = 3; forward unchanged
-    fw, bw = run(Op.BIDIRECTIONAL_SEQUENCE_RNN, brnn_inputs(X3, np.ones_like(X3)),
-                 [(F32, [3, 1, 1]), (F32, [3, 1, 1])])
+    fw, bw = run_op(Op.BIDIRECTIONAL_SEQUENCE_RNN, brnn_inputs(X3, np.ones_like(X3)),
+                    [(F32, [3, 1, 1]), (F32, [3, 1, 1])])
     assert fw.reshape(-1).tolist() == [1, 2.5, 4.25]
     assert bw.reshape(-1).tolist() == [3, 2, 1]
 
 
 def test_bidirectional_sequence_rnn_output_count_must_match_merge():
     with pytest.raises(NnapiError):
-        run(Op.BIDIRECTIONAL_SEQUENCE_RNN, brnn_inputs(X3, merge=True),
-            [(F32, [3, 1, 1]), (F32, [3, 1, 1])])
+        run_op(Op.BIDIRECTIONAL_SEQUENCE_RNN, brnn_inputs(X3, merge=True),
+               [(F32, [3, 1, 1]), (F32, [3, 1, 1])])
 
 
 # --- QUANTIZED_16BIT_LSTM ------------------------------------------------------------------
@@ -285,7 +245,7 @@ def qlstm(x_raw, w_in_cell_raw=100, w_rec_cell_raw=100, bias_cell=16384, state_r
     """One unit, one input; weights zeroPoint 100 (raw 100 = 0.0) except the cell gate's."""
     w = lambda raw: (Q8, [1, 1], [[raw]], W_SCALE, 100)
     b = lambda raw: (I32, [1], [raw], W_SCALE / 128, 0)
-    return run(Op.QUANTIZED_16BIT_LSTM, [
+    return run_op(Op.QUANTIZED_16BIT_LSTM, [
         (Q8, [1, 1], ("input", np.array([[x_raw]], np.uint8)), 1 / 128, 128),
         w(100), w(100), w(w_in_cell_raw), w(100), w(100), w(100), w(w_rec_cell_raw), w(100),
         b(0), b(0), b(bias_cell), b(0), (Q16, [1, 1], [[state_raw]], 2 ** -11, 0),
@@ -315,15 +275,15 @@ def test_quantized_16bit_lstm_follows_aosp_weight_layout():
 
 def test_embedding_lookup_int32_values():
     # rows [[1, 2], [3, 4], [5, 6]], lookups [2, 0] -> [[5, 6], [1, 2]]
-    (out,) = run(Op.EMBEDDING_LOOKUP, [(I32, [2], ("input", np.array([2, 0], np.int32))),
-                                       (I32, [3, 2], [[1, 2], [3, 4], [5, 6]])], [(I32, [2, 2])])
+    (out,) = run_op(Op.EMBEDDING_LOOKUP, [(I32, [2], ("input", np.array([2, 0], np.int32))),
+                                          (I32, [3, 2], [[1, 2], [3, 4], [5, 6]])], [(I32, [2, 2])])
     assert out.tolist() == [[5, 6], [1, 2]]
 
 
 def test_embedding_lookup_quant8_values_move_raw_bytes():
-    (out,) = run(Op.EMBEDDING_LOOKUP, [(I32, [1], ("input", np.array([1], np.int32))),
-                                       (Q8, [2, 2], [[1, 2], [250, 7]], 0.5, 3)],
-                 [(Q8, [1, 2], 0.5, 3)])
+    (out,) = run_op(Op.EMBEDDING_LOOKUP, [(I32, [1], ("input", np.array([1], np.int32))),
+                                          (Q8, [2, 2], [[1, 2], [250, 7]], 0.5, 3)],
+                    [(Q8, [1, 2], 0.5, 3)])
     assert out.tolist() == [[250, 7]]
 
 
@@ -334,8 +294,8 @@ def test_lsh_projection_float16_seeds_hash_as_float32():
     x = np.array([[1, 2], [3, 4], [5, 6]], np.int32)
 
     def project(t):
-        return run(Op.LSH_PROJECTION, [(t, [2, 2], seeds), (I32, [3, 2], ("input", x)),
-                                       (t, [3], OMIT), i32(1)], [(I32, [2])])[0]
+        return run_op(Op.LSH_PROJECTION, [(t, [2, 2], seeds), (I32, [3, 2], ("input", x)),
+                                          (t, [3], OMIT), i32(1)], [(I32, [2])])[0]
 
     assert project(F16).tolist() == project(F32).tolist()
 
@@ -344,9 +304,9 @@ def test_lsh_projection_float16_seeds_hash_as_float32():
 
 def multinomial(logits, samples, seeds=(37, 42), t=F32):
     logits = np.asarray(logits, operand_dtype(t))
-    return run(Op.RANDOM_MULTINOMIAL, [(t, list(logits.shape), ("input", logits)),
-                                       i32(samples), (I32, [2], list(seeds))],
-               [(I32, [logits.shape[0], samples])])[0]
+    return run_op(Op.RANDOM_MULTINOMIAL, [(t, list(logits.shape), ("input", logits)),
+                                          i32(samples), (I32, [2], list(seeds))],
+                  [(I32, [logits.shape[0], samples])])[0]
 
 
 def test_random_multinomial_certain_classes():

@@ -8,28 +8,10 @@ from runtime.errors import NnapiError, OperationError
 from runtime.ops import REGISTRY
 from runtime.ops.base import OpContext, OperandView
 from runtime.types import OperandType as T, OperationType as Op
-from tests.util import run_op
+from tests.util import const, i32, inp, out, run_op
 
 F16, F32, I32, Q8, B8 = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32,
                         T.TENSOR_QUANT8_ASYMM, T.TENSOR_BOOL8)
-
-
-def inp(t, x, scale=0.0, zp=0):
-    x = np.asarray(x)
-    return (t, list(x.shape), ("input", x), scale, zp)
-
-
-def const(t, x, scale=0.0, zp=0):
-    x = np.asarray(x)
-    return (t, list(x.shape), x, scale, zp)
-
-
-def i32(v):
-    return (T.INT32, [], v, 0.0, 0)
-
-
-def out(t, dims, scale=0.0, zp=0):
-    return (t, list(dims), scale, zp)
 
 
 # --- ARGMAX / ARGMIN / TOPK_V2 ---------------------------------------------------------
