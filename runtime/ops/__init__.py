@@ -18,6 +18,7 @@ from . import indexing, arg_topk  # noqa: F401  (FL3 shape / selection)
 from . import transpose_conv, instance_norm  # noqa: F401  (FL3 convolution / normalization)
 from . import detection, roi  # noqa: F401  (FL3 detection)
 from . import sequence, quantized_lstm, multinomial  # noqa: F401  (FL3 recurrent / random)
+from . import activation, tensor_ops, batch_matmul, control_flow  # noqa: F401  (FL4+)
 
 __all__ = ["REGISTRY", "Arg", "OperandView", "OpContext", "OperationDef", "Signature",
            "get", "implemented", "signatures_at", "operand_types_at"]
