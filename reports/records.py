@@ -35,9 +35,15 @@ def read_records(path: str | Path) -> list[dict]:
     return records
 
 
-def per_operation(records) -> dict[str, collections.Counter]:
-    """operation name -> Counter of outcomes (a model counts once for each operation it uses)."""
+def per_operation(records, every_operation: bool = True) -> dict[str, collections.Counter]:
+    """operation name -> Counter of outcomes (a model counts once for each operation it uses).
+    With ``every_operation``, each of NNAPI's operation types has a row, an empty Counter
+    when no record uses it (the summary then says "no test")."""
+    from runtime.types import OperationType
     table: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    if every_operation:
+        for op in OperationType:
+            table[op.name] = collections.Counter()
     for r in records:
         for op in r.get("operations", []) or ["(none)"]:
             table[op][r["outcome"]] += 1
@@ -67,8 +73,13 @@ def format_summary(records) -> list[str]:
     """Per-operation summary lines (operation, passed, failed, skipped), per-mode lines when
     several execution modes ran, and totals."""
     lines = [f"{'operation':34s} {'passed':>7s} {'failed':>7s} {'skipped':>8s}"]
+    untested = []
     for op, c in per_operation(records).items():
-        lines.append(f"{op:34s} {c['passed']:7d} {c['failed']:7d} {c['skipped']:8d}")
+        lines.append(f"{op:34s} {c['passed']:7d} {c['failed']:7d} {c['skipped']:8d}"
+                     + ("  no test" if not c else ""))
+        untested += [op] if not c else []
+    if untested:
+        lines.append(f"{len(untested)} operation(s) with no test in this run: {', '.join(untested)}")
     modes = per_mode(records)
     if len(modes) > 1:
         lines.append("")

@@ -1,6 +1,7 @@
 """The corpus loader, ``--corpus DIR``, driver discovery and the ``nncts`` CLI reports."""
 import gzip
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -68,6 +69,11 @@ def test_cli_writes_reports(tmp_path, small_corpus):
     summary = json.loads((report / "summary.json").read_text())
     assert summary["totals"]["passed"] == len(relu_models)
     assert summary["per_operation"]["RELU"]["passed"] == len(relu_models)
+    # every NNAPI operation has a row; those this run did not test say so
+    assert len([op for op in summary["per_operation"] if op != "(none)"]) >= 106
+    assert summary["per_operation"]["CONV_2D"] == {}
+    assert re.search(r"^CONV_2D +0 +0 +0  no test$", proc.stdout, re.M)
+    assert "operation(s) with no test in this run:" in proc.stdout
     assert "RELU" in (report / "index.html").read_text()
     lines = (report / "outcomes.jsonl").read_text().splitlines()
     assert len(lines) == len(relu_models)
