@@ -11,6 +11,7 @@ from tests.util import act, const, inp, level, out, run_direct, run_op, view
 
 F16, F32, I32, Q8, B8 = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32,
                          T.TENSOR_QUANT8_ASYMM, T.TENSOR_BOOL8)
+Q8S = T.TENSOR_QUANT8_ASYMM_SIGNED
 
 
 # --- FL3 forms of ADD, MUL, SUB, DIV --------------------------------------------------------
@@ -252,3 +253,42 @@ def test_quantize_rounds_half_away_and_saturates():
     assert o.tolist() == [11, 9, 255, 0]
     (o,) = run_op(Op.QUANTIZE, [inp(F16, np.float16([1.5]))], [out(Q8, [1], 1.0, 0)])
     assert o.tolist() == [2]  # 1.5 -> 2 (half away from zero)
+
+
+# --- FL4 forms: TENSOR_INT32 ADD/MUL/SUB/DIV, quant8-signed SUB -----------------------------
+
+def test_int32_add_mul_sub_are_feature_level_4_and_wrap():
+    # ADD: [1, -2] + [2^31 - 1, 5] = [2^31 (wraps to -2^31), 3]
+    a, b = np.int32([1, -2]), np.int32([2**31 - 1, 5])
+    (o,) = run_op(Op.ADD, [inp(I32, a), inp(I32, b), act()], [out(I32, [2])])
+    assert o.tolist() == [-2**31, 3]
+    # MUL: [3, -4] * [5] = [15, -20]; SUB: [3, -4] - [5] = [-2, -9]
+    (o,) = run_op(Op.MUL, [inp(I32, np.int32([3, -4])), inp(I32, np.int32([5])), act()],
+                  [out(I32, [2])])
+    assert o.tolist() == [15, -20]
+    (o,) = run_op(Op.SUB, [inp(I32, np.int32([3, -4])), inp(I32, np.int32([5])), act()],
+                  [out(I32, [2])])
+    assert o.tolist() == [-2, -9]
+    views = [view(I32, np.int32([1])), view(I32, np.int32([1])), view(T.INT32, np.int32(0))]
+    assert level(Op.ADD, views, [OperandView(I32, (1,))]) == 4
+
+
+def test_int32_div_floors_and_zero_divisor_gives_zero():
+    # 7/2 = 3.5 -> 3; -7/2 = -3.5 -> -4; 7/-2 -> -4; -7/-2 = 3.5 -> 3; 6/3 = 2; 5/0 -> 0
+    a = np.int32([7, -7, 7, -7, 6, 5])
+    b = np.int32([2, 2, -2, -2, 3, 0])
+    (o,) = run_op(Op.DIV, [inp(I32, a), inp(I32, b), act()], [out(I32, [6])])
+    assert o.tolist() == [3, -4, -4, 3, 2, 0]
+
+
+def test_int32_binary_activation_must_be_none():
+    views = [view(I32, np.int32([1])), view(I32, np.int32([1])), view(T.INT32, np.int32(1))]
+    with pytest.raises(OperationError, match=r"input 2 \(activation\) value 1 must be NONE"):
+        run_direct(Op.ADD, views, [OperandView(I32, (1,))])
+
+
+def test_sub_quant8_signed():
+    # a: (-100 - (-110)) * 0.5 = 5.0; b: (3 - 1) * 1.0 = 2.0; 5 - 2 = 3 -> 3 / 0.25 + (-8) = 4
+    (o,) = run_op(Op.SUB, [inp(Q8S, np.int8([-100]), 0.5, -110), inp(Q8S, np.int8([3]), 1.0, 1),
+                           act()], [out(Q8S, [1], 0.25, -8)])
+    assert o.tolist() == [4]

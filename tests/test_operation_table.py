@@ -36,7 +36,9 @@ def test_sample_driver_capabilities_come_from_the_table():
 def test_signed_quant8_signatures_are_feature_level_4():
     assert T.TENSOR_QUANT8_ASYMM_SIGNED in ops.operand_types_at(Op.CONV_2D, 4)
     assert T.TENSOR_QUANT8_ASYMM_SIGNED not in ops.operand_types_at(Op.CONV_2D, 3)
-    assert T.TENSOR_QUANT8_ASYMM_SIGNED not in ops.operand_types_at(Op.SUB, 4)  # no FL1-2 quant8 SUB
+    # SUB has no FL1-2 quant8 form, but TENSOR_QUANT8_ASYMM_SIGNED is listed at FL4 (types.spec)
+    assert T.TENSOR_QUANT8_ASYMM_SIGNED not in ops.operand_types_at(Op.SUB, 3)
+    assert T.TENSOR_QUANT8_ASYMM_SIGNED in ops.operand_types_at(Op.SUB, 4)
 
 
 def test_every_fl3_operation_is_implemented():

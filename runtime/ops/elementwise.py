@@ -16,10 +16,15 @@ Declared signatures (NNAPI ``types.spec``; AOSP ``common/types/operations/src/
   TENSOR_FLOAT32 (except the FL1 form).
 * FL4: the TENSOR_QUANT8_ASYMM_SIGNED twin of every FL1 quant8 signature above (ADD, MUL,
   RELU, RELU1, RELU6, LOGISTIC; DEQUANTIZE TENSOR_QUANT8_ASYMM_SIGNED -> TENSOR_FLOAT32
-  or TENSOR_FLOAT16).
+  or TENSOR_FLOAT16); TENSOR_QUANT8_ASYMM_SIGNED SUB; TENSOR_INT32 ADD, MUL, SUB, DIV
+  (AOSP ``Broadcast.cpp``). DIV has no quantized form at any level.
 
-Not declared: TENSOR_INT32 ADD/MUL/SUB/DIV and quant8-signed SUB/TANH (FL4, issue 8). DIV
-has no quantized form at any level.
+TENSOR_INT32 ADD/MUL/SUB/DIV (FL4): input 2 (activation) must be NONE (spec "For a
+TENSOR_INT32 tensor, the FusedActivationFunc must be NONE"; OperationError at validation
+when constant, else at prepare). Computed on the stored int32 values, wrapping around as
+two's-complement C++ int32 arithmetic does in AOSP's ``executeInt32``. DIV rounds toward
+negative infinity (floor division: -7 / 2 = -4, AOSP ``Broadcast.cpp``; the spec does not
+say) and gives 0 for a zero divisor (spec: undefined; AOSP returns 0).
 
 All tensors have rank 1 to 4 (OperationError otherwise, at execution when the rank was
 unknown at model time); since FL3 any of them may be zero-sized (a dimension of 0, e.g. a
@@ -127,13 +132,23 @@ def unary_sigs(level: int, types, ranks=(1, 2, 3, 4), out_type=None):
 
 # --- ADD, MUL, SUB, DIV -------------------------------------------------------------------
 
+def _check_int32_activation(ctx: OpContext) -> None:
+    """TENSOR_INT32 ADD/MUL/SUB/DIV (FL4): input 2 (activation) must be NONE (spec; AOSP
+    ``executeInt32`` checks it). Raises OperationError."""
+    if ctx.inputs[0].type == I32:
+        code = ctx.scalar(2)
+        check(code == 0, f"{ctx.operation.name}: input 2 (activation) value {code} must be "
+                         f"NONE (0) for TENSOR_INT32 tensors")
+
+
 def _binary_validate(ctx: OpContext):
-    """Model-time rules of ADD/MUL/SUB/DIV: a constant activation is a FuseCode; for MUL
-    with TENSOR_QUANT8_ASYMM (FL1) or TENSOR_QUANT8_ASYMM_SIGNED (FL4),
-    output_scale > input1_scale * input2_scale (spec; the product is taken in binary32 as
-    the AOSP runtime does)."""
+    """Model-time rules of ADD/MUL/SUB/DIV: a constant activation is a FuseCode, and NONE
+    for TENSOR_INT32 (FL4); for MUL with TENSOR_QUANT8_ASYMM (FL1) or
+    TENSOR_QUANT8_ASYMM_SIGNED (FL4), output_scale > input1_scale * input2_scale (spec; the
+    product is taken in binary32 as the AOSP runtime does)."""
     if ctx.has_value(2):
         check_fuse_code(ctx.scalar(2))
+        _check_int32_activation(ctx)
     out = ctx.outputs[0]
     if ctx.operation == OperationType.MUL and out.type in QUANT8:
         s1, s2 = np.float32(ctx.inputs[0].scale), np.float32(ctx.inputs[1].scale)
@@ -148,6 +163,7 @@ def _binary_prepare(ctx: OpContext):
     check_rank(ctx, 0)
     check_rank(ctx, 1)
     check_fuse_code(ctx.scalar(2))
+    _check_int32_activation(ctx)
     return [broadcast_shape(ctx)]
 
 
@@ -165,6 +181,27 @@ def binary_execute(fn, activation_index: int | None = None):
     return execute
 
 
+def _int32_floor_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """TENSOR_INT32 DIV (FL4): floor division (rounds toward -inf, as AOSP's kernel does);
+    a zero divisor gives 0 (the spec leaves it undefined, AOSP returns 0); -2^31 / -1 wraps
+    to -2^31. ``a``, ``b``: int32 arrays (broadcast); returns int32."""
+    a64, b64 = a.astype(np.int64), b.astype(np.int64)
+    safe = np.where(b64 == 0, 1, b64)
+    return np.where(b64 == 0, 0, np.floor_divide(a64, safe)).astype(np.int32)
+
+
+def int32_binary_execute(fn, float_execute):
+    """``execute`` of ADD/MUL/SUB/DIV: for TENSOR_INT32 inputs (FL4) ``fn`` on the raw
+    int32 values (int32 wrap-around, the two's-complement result of AOSP's C++ kernel), for
+    every other type ``float_execute``."""
+    def execute(ctx: OpContext):
+        if ctx.inputs[0].type == I32:
+            with np.errstate(all="ignore"):
+                return [np.asarray(fn(ctx.value(0), ctx.value(1))).astype(np.int32)]
+        return float_execute(ctx)
+    return execute
+
+
 def _binary_signatures(types_by_level):
     return tuple(
         sig(level, [tensor("input0", t), tensor("input1", t), scalar("activation", T.INT32)],
@@ -172,12 +209,15 @@ def _binary_signatures(types_by_level):
         for level, types in types_by_level for t in types)
 
 
-for _op, _fn, _levels in (
-        (OperationType.ADD, np.add, [(1, (F32, Q8)), (3, (F16,)), (4, (Q8S,))]),
-        (OperationType.MUL, np.multiply, [(1, (F32, Q8)), (3, (F16,)), (4, (Q8S,))]),
-        (OperationType.SUB, np.subtract, [(2, (F32,)), (3, (F16, Q8))]),
-        (OperationType.DIV, np.divide, [(2, (F32,)), (3, (F16,))])):
-    register(OperationDef(_op, _binary_signatures(_levels), _binary_prepare, binary_execute(_fn, 2),
+for _op, _fn, _ifn, _levels in (
+        (OperationType.ADD, np.add, np.add, [(1, (F32, Q8)), (3, (F16,)), (4, (Q8S, I32))]),
+        (OperationType.MUL, np.multiply, np.multiply,
+         [(1, (F32, Q8)), (3, (F16,)), (4, (Q8S, I32))]),
+        (OperationType.SUB, np.subtract, np.subtract,
+         [(2, (F32,)), (3, (F16, Q8)), (4, (Q8S, I32))]),
+        (OperationType.DIV, np.divide, _int32_floor_divide, [(2, (F32,)), (3, (F16,)), (4, (I32,))])):
+    register(OperationDef(_op, _binary_signatures(_levels), _binary_prepare,
+                          int32_binary_execute(_ifn, binary_execute(_fn, 2)),
                           validate=_binary_validate,
                           summary=f"{_op.name}(input0, input1) with broadcasting and fused activation"))
 
