@@ -71,7 +71,7 @@ def _run_suite(suite: Suite, args, extra) -> int:
     if records.exists():
         paths = write_reports(records, report_dir, title=f"{suite.title}: driver {args.driver}",
                               meta={"driver": args.driver, "suite": suite.command,
-                                    "corpus": args.corpus or ["vendored AOSP corpus"],
+                                    "corpus": args.corpus or ["vendored AOSP corpus", "cts/specs/built"],
                                     "pytest_exit_code": code})
         print("report:", ", ".join(str(p) for p in [report_dir / "junit.xml", records, *paths]))
     return code

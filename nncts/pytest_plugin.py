@@ -18,6 +18,9 @@ from reports.records import RecordWriter, format_summary, read_records
 from runtime.types import OperationType
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1] / "cts" / "corpus"
+#: Our own golden specs, built (cts/specs): run next to the vendored corpus by default.
+DEFAULT_SPECS = Path(__file__).resolve().parents[1] / "cts" / "specs" / "built"
+DEFAULT_ROOTS = (DEFAULT_CORPUS, DEFAULT_SPECS)
 
 
 def pytest_addoption(parser):
@@ -26,7 +29,8 @@ def pytest_addoption(parser):
                 help="driver under test: bundled name, entry point in group nncts.drivers, or module:factory "
                      "(default: sample)")
     g.addoption("--corpus", action="append", default=[],
-                help="corpus directory (root or any folder below it; repeatable); default: the vendored AOSP corpus")
+                help="corpus directory (root or any folder below it; repeatable); default: the vendored AOSP "
+                     "corpus and our own specs (cts/specs/built)")
     g.addoption("--wait-limit", type=float, default=30.0, metavar="SECONDS",
                 help="longest wait for an asynchronous or fenced completion before it counts as lost "
                      "(default 30)")
@@ -59,8 +63,9 @@ def pytest_unconfigure(config):
 
 
 def corpus_roots(config) -> list[Path]:
-    """The ``--corpus`` directories (default: the vendored corpus); UsageError if missing."""
-    roots = [Path(p) for p in config.getoption("corpus")] or [DEFAULT_CORPUS]
+    """The ``--corpus`` directories (default: the vendored corpus and the built specs);
+    UsageError if missing."""
+    roots = [Path(p) for p in config.getoption("corpus")] or list(DEFAULT_ROOTS)
     missing = [str(r) for r in roots if not r.exists()]
     if missing:
         raise pytest.UsageError(f"--corpus: no such directory: {', '.join(missing)}")

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from nncts.pytest_plugin import DEFAULT_CORPUS, corpus_models, corpus_roots, model_marks
+from nncts.pytest_plugin import DEFAULT_ROOTS, corpus_models, corpus_roots, model_marks
 
 pytest_plugins = ["nncts.pytest_plugin"]
 
@@ -124,7 +124,7 @@ def vts_collection(config) -> VtsCollection:
     except (DriverNotFound, TypeError) as e:
         raise pytest.UsageError(f"--driver: {e}") from None
     kinds = selected_kinds(config)
-    default = [p.resolve() for p in corpus_roots(config)] == [DEFAULT_CORPUS.resolve()]
+    default = [p.resolve() for p in corpus_roots(config)] == [p.resolve() for p in DEFAULT_ROOTS]
     result = VtsCollection(spec, default, kinds)
     for tm in corpus_models(config):
         if tm.expect_failure:

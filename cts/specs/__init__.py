@@ -1,0 +1,72 @@
+"""Our own golden test models, for what the AOSP corpus does not test (first: operations with
+no corpus model at all, INSTANCE_NORMALIZATION and MIRROR_PAD).
+
+A spec module (one per operation family, listed in :data:`FAMILIES`) defines ``models()``
+returning test models built with :func:`one_operation`. Every model names where its
+expected values come from (``golden``): a hand calculation written in the spec, or a
+numpy formula computed at build time, never the operation table under test (the builder
+does not import ``runtime.ops``; ``tests/test_specs.py`` checks it).
+
+``python -m cts.specs build`` writes the models as corpus-schema documents
+(``cts/specs/built/SPECS/<family>.json.gz``, committed, so users need nothing to build), with
+``golden_source`` on every model; ``python -m cts.specs check`` fails when a built file is
+stale. The CTS reads ``cts/specs/built`` next to the vendored corpus by default; test ids
+start with ``SPECS/`` so reports count them apart.
+"""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import numpy as np
+
+from runtime.testing.test_model import TestModel, TestOperand, TestOperation, TestSubgraph
+from runtime.types import OperandLifeTime as L, OperandType as T, OperationType, operand_dtype
+
+BUILT = Path(__file__).resolve().parent / "built"
+#: Version directory of the built documents (test ids ``SPECS/<family>/<name>``).
+VERSION = "SPECS"
+#: Spec modules, one per operation family.
+FAMILIES = ("instance_norm", "mirror_pad")
+#: The corpus's ``min_supported_version`` of each feature level.
+LEVEL_VERSION = {1: "V1_0", 2: "V1_1", 3: "V1_2", 4: "V1_3", 5: "AIDL_V1", 6: "AIDL_V2", 7: "AIDL_V3"}
+
+
+def inp(t: T, value, scale: float = 0.0, zp: int = 0) -> tuple:
+    """A model input (SUBGRAPH_INPUT) with its example value."""
+    return ("input", t, np.asarray(value), scale, zp)
+
+
+def const(t: T, value, scale: float = 0.0, zp: int = 0) -> tuple:
+    """A constant operand (CONSTANT_COPY), scalar or tensor."""
+    return ("const", t, np.asarray(value), scale, zp)
+
+
+def expect(t: T, value, scale: float = 0.0, zp: int = 0) -> tuple:
+    """A model output (SUBGRAPH_OUTPUT) with its expected value."""
+    return ("output", t, np.asarray(value), scale, zp)
+
+
+def one_operation(name: str, family: str, op: OperationType, inputs, outputs, feature_level: int,
+                  golden: str) -> tuple[TestModel, str]:
+    """A one-operation test model: ``inputs`` from :func:`inp` / :func:`const`, ``outputs``
+    from :func:`expect`; ``golden`` says where the expected values come from (ValueError if
+    empty or naming the operation table). Returns (model, golden)."""
+    if not golden or "runtime" in golden or "operation table" in golden:
+        raise ValueError(f"{name}: the golden source must be independent of the code under test")
+    lifetimes = {"input": L.SUBGRAPH_INPUT, "const": L.CONSTANT_COPY, "output": L.SUBGRAPH_OUTPUT}
+    operands = []
+    for role, t, value, scale, zp in [*inputs, *outputs]:
+        dims = [] if t in (T.INT32, T.FLOAT32, T.FLOAT16, T.BOOL, T.UINT32) else list(value.shape)
+        operands.append(TestOperand(t, dims, scale, zp, lifetimes[role], int(role != "output"), False, None,
+                                    np.asarray(value, operand_dtype(t)).reshape(dims or ())))
+    n_in = len(inputs)
+    sg = TestSubgraph(operands, [TestOperation(op, list(range(n_in)), list(range(n_in, len(operands))))],
+                      [i for i, x in enumerate(inputs) if x[0] == "input"],
+                      list(range(n_in, len(operands))))
+    return TestModel(name, family, VERSION, LEVEL_VERSION[feature_level], False, False, 0.0, sg), golden
+
+
+def family_models(family: str) -> list[tuple[TestModel, str]]:
+    """(model, golden source) of every model of spec module ``family``."""
+    return importlib.import_module(f"cts.specs.{family}").models()
