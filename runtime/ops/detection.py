@@ -1,5 +1,5 @@
 """Detection operations of feature level 3: box regression, non-maximum suppression and
-region proposals.
+region proposals, with their TENSOR_QUANT8_ASYMM_SIGNED forms of feature level 4.
 
 AXIS_ALIGNED_BBOX_TRANSFORM (41, FL3)
     Inputs: 0 roi [num_rois, 4] (x1, y1, x2, y2), 1 deltas [num_rois, 4 * num_classes]
@@ -9,7 +9,8 @@ AXIS_ALIGNED_BBOX_TRANSFORM (41, FL3)
     clipped to [0, width] x [0, height] of its batch's image.
     Types: TENSOR_FLOAT32 or TENSOR_FLOAT16 for 0, 1, 3 and the output; or
     TENSOR_QUANT16_ASYMM roi, image_info and output (scale 0.125, zeroPoint 0) with
-    TENSOR_QUANT8_ASYMM deltas. Zero rois give a [0, 4 * num_classes] output.
+    TENSOR_QUANT8_ASYMM deltas; FL4: the same with TENSOR_QUANT8_ASYMM_SIGNED deltas.
+    Zero rois give a [0, 4 * num_classes] output.
     Errors: ranks other than 2/2/1/2; roi width != 4; deltas not [num_rois, 4 * k] with
     k > 0; batches not [num_rois]; image_info not [b > 0, 2]; a quant16 roi or image_info
     scale != 0.125 or zeroPoint != 0; a batch index outside [0, num_batches); a roi with
@@ -30,8 +31,9 @@ BOX_WITH_NMS_LIMIT (44, FL3)
     score falls below nms_score_threshold. The batch keeps its max_num_detections best,
     written sorted by class, then by decreasing score.
     Types: TENSOR_FLOAT32 / TENSOR_FLOAT16 scores and roi; TENSOR_QUANT8_ASYMM scores with
-    TENSOR_QUANT16_ASYMM roi (scale 0.125, zeroPoint 0). Output roi values are the input's
-    (moved raw); output scores are requantized in the output's quantization.
+    TENSOR_QUANT16_ASYMM roi (scale 0.125, zeroPoint 0); FL4: TENSOR_QUANT8_ASYMM_SIGNED
+    scores with TENSOR_QUANT16_ASYMM roi. Output roi values are the input's (moved raw);
+    output scores are requantized in the output's quantization.
     Errors: ranks other than 2/2/1; roi not [num_rois, 4 * num_classes]; batches not
     [num_rois]; num_classes < 2; quant16 roi scale/zeroPoint; nms_kernel not 0-2; a roi
     with x2 < x1 or y2 < y1.
@@ -48,7 +50,8 @@ GENERATE_PROPOSALS (52, FL3)
     hard NMS (IoU >= iou_threshold suppresses) keeps at most post_nms_top_n per batch.
     Types: TENSOR_FLOAT32 / TENSOR_FLOAT16 throughout; or TENSOR_QUANT8_ASYMM scores and
     deltas, TENSOR_QUANT16_SYMM anchors (scale 0.125), TENSOR_QUANT16_ASYMM image_info and
-    output roi (scale 0.125, zeroPoint 0).
+    output roi (scale 0.125, zeroPoint 0); FL4: the same with TENSOR_QUANT8_ASYMM_SIGNED
+    scores and deltas.
     Errors: ranks other than 4/4/2/2; deltas, anchors or image_info of the wrong shape;
     quant16 scales.
 
@@ -66,12 +69,14 @@ DETECTION_POSTPROCESSING (47, FL3)
     most max_num_detections anchors), each kept anchor reporting its
     min(num_classes - 1, max_classes_per_detection) best classes. Classes are reported
     minus 1 unless is_bg_in_label.
-    Types: TENSOR_FLOAT32 (FLOAT32 scalars) or TENSOR_FLOAT16 (FLOAT16 scalars).
+    Types: TENSOR_FLOAT32 (FLOAT32 scalars) or TENSOR_FLOAT16 (FLOAT16 scalars); no
+    quantized form at any level (types.spec lists none).
     Errors: ranks other than 3/3/2; shapes; scales <= 0; score or IoU threshold < 0;
     num_classes < 2; box encoding length < 4; max_num_detections <= 0; the per-class
     (regular) or per-detection (fast) limit <= 0.
 
-Semantics: NNAPI ``NeuralNetworksTypes.h`` / ``types.spec`` (FL3 operand lists) and AOSP
+Semantics: NNAPI ``NeuralNetworksTypes.h`` / ``types.spec`` (FL3 operand lists, FL4
+TENSOR_QUANT8_ASYMM_SIGNED additions) and AOSP
 ``common/cpu_operations/GenerateProposals.cpp`` (prepare rules, kernels) read for facts.
 The reference computes on real values in float64 (TENSOR_FLOAT16: float64, one rounding
 cast at the end; quantized: dequantize, requantize with round half away from zero). Ties
@@ -93,9 +98,12 @@ from .common import from_float, from_nhwc, layout_flag, to_float, to_nhwc
 T = OperandType
 F32, F16, Q8, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
 Q16A, Q16S = T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT16_SYMM
+Q8S = T.TENSOR_QUANT8_ASYMM_SIGNED
 FL3 = 3
-#: (data type, box type, float scalar type) of the FL3 forms of the box operations.
-BOX_FORMS = ((F32, F32, T.FLOAT32), (F16, F16, T.FLOAT16), (Q8, Q16A, T.FLOAT32))
+#: (feature level, data type, box type, float scalar type) of the forms of the box
+#: operations (AXIS_ALIGNED_BBOX_TRANSFORM, BOX_WITH_NMS_LIMIT).
+BOX_FORMS = ((FL3, F32, F32, T.FLOAT32), (FL3, F16, F16, T.FLOAT16), (FL3, Q8, Q16A, T.FLOAT32),
+             (4, Q8S, Q16A, T.FLOAT32))
 #: Bound of the NMS work (candidate pairs compared) per operation, so that a hostile model
 #: fails with GENERAL_FAILURE instead of running for hours.
 MAX_NMS_PAIRS = 1 << 26
@@ -203,8 +211,8 @@ def _memo(ctx: OpContext, compute):
 
 def _bbox_sigs():
     out = []
-    for data, box, _ in BOX_FORMS:
-        out.append(sig(FL3, [tensor("roi", box, (2,)), tensor("deltas", data, (2,)),
+    for level, data, box, _ in BOX_FORMS:
+        out.append(sig(level, [tensor("roi", box, (2,)), tensor("deltas", data, (2,)),
                              tensor("batches", I32, (1,)), tensor("image_info", box, (2,))],
                        [tensor("output", box, (2,))]))
     return tuple(out)
@@ -257,8 +265,8 @@ register(OperationDef(OperationType.AXIS_ALIGNED_BBOX_TRANSFORM, _bbox_sigs(), _
 
 def _nmslimit_sigs():
     out = []
-    for data, box, f in BOX_FORMS:
-        out.append(sig(FL3, [tensor("scores", data, (2,)), tensor("roi", box, (2,)),
+    for level, data, box, f in BOX_FORMS:
+        out.append(sig(level, [tensor("scores", data, (2,)), tensor("roi", box, (2,)),
                              tensor("batches", I32, (1,)), scalar("score_threshold", f),
                              scalar("max_num_detections", T.INT32),
                              scalar("nms_kernel", T.INT32), scalar("iou_threshold", f),
@@ -359,9 +367,11 @@ register(OperationDef(OperationType.BOX_WITH_NMS_LIMIT, _nmslimit_sigs(), _nmsli
 
 def _proposal_sigs():
     out = []
-    for data, anchor, info, f in ((F32, F32, F32, T.FLOAT32), (F16, F16, F16, T.FLOAT16),
-                                  (Q8, Q16S, Q16A, T.FLOAT32)):
-        out.append(sig(FL3, [tensor("scores", data, (4,)), tensor("deltas", data, (4,)),
+    for level, data, anchor, info, f in ((FL3, F32, F32, F32, T.FLOAT32),
+                                         (FL3, F16, F16, F16, T.FLOAT16),
+                                         (FL3, Q8, Q16S, Q16A, T.FLOAT32),
+                                         (4, Q8S, Q16S, Q16A, T.FLOAT32)):
+        out.append(sig(level, [tensor("scores", data, (4,)), tensor("deltas", data, (4,)),
                              tensor("anchors", anchor, (2,)), tensor("image_info", info, (2,)),
                              scalar("height_stride", f), scalar("width_stride", f),
                              scalar("pre_nms_top_n", T.INT32), scalar("post_nms_top_n", T.INT32),

@@ -5,8 +5,8 @@ Forms:
 
 - EMBEDDING_LOOKUP: lookups TENSOR_INT32 [k]; values [n, ...] (rank >= 2) and output of
   TENSOR_FLOAT32 (FL1), TENSOR_INT32 or TENSOR_QUANT8_ASYMM (FL3; quantized output with
-  the values' scale and zeroPoint). TENSOR_FLOAT16 / TENSOR_QUANT8_ASYMM_SIGNED values are
-  FL4 (not declared here).
+  the values' scale and zeroPoint), TENSOR_FLOAT16 or TENSOR_QUANT8_ASYMM_SIGNED (FL4;
+  the signed output too keeps the values' scale and zeroPoint). Values move unchanged.
 - HASHTABLE_LOOKUP: lookups, keys TENSOR_INT32; values TENSOR_FLOAT32, TENSOR_INT32 or
   TENSOR_QUANT8_ASYMM (all FL1; no FL3 addition) -> output of the values' type, hits
   TENSOR_QUANT8_ASYMM.
@@ -34,7 +34,7 @@ from .common import is_quant
 
 T = OperandType
 F32, I32, Q8 = T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM
-F16 = T.TENSOR_FLOAT16
+F16, Q8S = T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM_SIGNED
 
 
 # --- farmhash Fingerprint64 (farmhashna::Hash64), written from the algorithm's definition ---
@@ -156,7 +156,8 @@ def _check_same_quant(out: OperandView, src: OperandView, out_name: str, src_nam
     """A quantized ``out`` must have the scale and zeroPoint of ``src`` (spec, FL1)."""
     if is_quant(out):
         check(np.float32(out.scale) == np.float32(src.scale) and out.zero_point == src.zero_point,
-              f"{out_name} (TENSOR_QUANT8_ASYMM) must have the scale and zeroPoint of {src_name}")
+              f"{out_name} ({T(out.type).name}) must have the scale and zeroPoint of "
+              f"{src_name}")
 
 
 # --- EMBEDDING_LOOKUP ----------------------------------------------------------------------
@@ -186,9 +187,11 @@ def _embedding_execute(ctx: OpContext):
 register(OperationDef(
     OperationType.EMBEDDING_LOOKUP,
     # FL1: TENSOR_FLOAT32 values; FL3: TENSOR_INT32 / TENSOR_QUANT8_ASYMM values;
-    # TENSOR_FLOAT16 / TENSOR_QUANT8_ASYMM_SIGNED values are FL4 (issue 8).
+    # FL4: TENSOR_FLOAT16 / TENSOR_QUANT8_ASYMM_SIGNED values (types.spec "since NNAPI
+    # feature level 4").
     tuple(sig(level, [tensor("lookups", I32, (1,)), tensor("values", t, None)],
-              [tensor("output", t, None)]) for level, t in ((1, F32), (3, I32), (3, Q8))),
+              [tensor("output", t, None)])
+          for level, t in ((1, F32), (3, I32), (3, Q8), (4, F16), (4, Q8S))),
     _embedding_prepare, _embedding_execute,
     summary="output[i] = values[lookups[i]] (slices of the first dimension)"))
 

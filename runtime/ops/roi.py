@@ -28,6 +28,9 @@ HEATMAP_MAX_KEYPOINT (56, FL3)
 
 Types (FL3): TENSOR_FLOAT32 or TENSOR_FLOAT16 for the data and boxes; TENSOR_QUANT8_ASYMM
 data with TENSOR_QUANT16_ASYMM boxes (scale 0.125, zeroPoint 0; keypoints output too).
+FL4 (all three operations): TENSOR_QUANT8_ASYMM_SIGNED data with TENSOR_QUANT16_ASYMM
+boxes, otherwise as the TENSOR_QUANT8_ASYMM form (same kernels on dequantized values;
+ROI_POOLING moves raw int8 values, an empty bin gives the zero point).
 Errors (OperationError naming the input): wrong ranks; roi not [num_rois, 4]; batch_index
 not [num_rois] or outside [0, batches); output size, strides <= 0; sampling ratio < 0;
 a quant16 box scale != 0.125 or zeroPoint != 0; a roi with a negative corner, x2 < x1,
@@ -54,9 +57,11 @@ from .detection import check_box_quant, check_boxes_ordered
 
 T = OperandType
 F32, F16, Q8, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
-Q16A = T.TENSOR_QUANT16_ASYMM
+Q16A, Q8S = T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 FL3 = 3
-FORMS = ((F32, F32, T.FLOAT32), (F16, F16, T.FLOAT16), (Q8, Q16A, T.FLOAT32))
+#: (feature level, data type, box type, float scalar type) of every form.
+FORMS = ((FL3, F32, F32, T.FLOAT32), (FL3, F16, F16, T.FLOAT16), (FL3, Q8, Q16A, T.FLOAT32),
+         (4, Q8S, Q16A, T.FLOAT32))
 #: Work bound per roi of the reference kernels (sample positions along one axis times the
 #: feature map extent), so a hostile sampling ratio fails instead of allocating gigabytes.
 MAX_SAMPLE_WORK = 1 << 24
@@ -67,7 +72,7 @@ MAX_POOL_WORK = 1 << 26
 
 def _roi_sigs(align: bool):
     out = []
-    for data, box, f in FORMS:
+    for level, data, box, f in FORMS:
         ins = [tensor("input", data, (4,)), tensor("roi", box, (2,)),
                tensor("batch_index", I32, (1,)), scalar("output_height", T.INT32),
                scalar("output_width", T.INT32), scalar("height_stride", f),
@@ -76,7 +81,7 @@ def _roi_sigs(align: bool):
             ins += [scalar("height_sampling_ratio", T.INT32),
                     scalar("width_sampling_ratio", T.INT32)]
         ins.append(scalar("layout", T.BOOL))
-        out.append(sig(FL3, ins, [tensor("output", data, (4,))]))
+        out.append(sig(level, ins, [tensor("output", data, (4,))]))
     return tuple(out)
 
 
@@ -245,10 +250,10 @@ register(OperationDef(OperationType.ROI_POOLING, _roi_sigs(False), _pool_prepare
 # --- HEATMAP_MAX_KEYPOINT --------------------------------------------------------------
 
 def _heatmap_sigs():
-    return tuple(sig(FL3, [tensor("heatmaps", data, (4,)), tensor("boxes", box, (2,)),
-                           scalar("layout", T.BOOL)],
+    return tuple(sig(level, [tensor("heatmaps", data, (4,)), tensor("boxes", box, (2,)),
+                             scalar("layout", T.BOOL)],
                      [tensor("scores", data, (2,)), tensor("keypoints", box, (3,))])
-                 for data, box, _ in FORMS)
+                 for level, data, box, _ in FORMS)
 
 
 def _heatmap_params(ctx: OpContext):

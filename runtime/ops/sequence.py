@@ -5,9 +5,19 @@ BIDIRECTIONAL_SEQUENCE_LSTM (42). Each unrolls the cell of :mod:`.recurrent`
 input; the state is internal (FL3 forms have no state outputs).
 
 Types: all tensors TENSOR_FLOAT32 or all TENSOR_FLOAT16 (FL3 both); the LSTM clips are
-FLOAT32 / FLOAT16 to match; activation INT32; time_major BOOL (INT32 for UNIDIRECTIONAL_SEQUENCE_RNN), merge_outputs
-BOOL. The FL4
-forms with state outputs (and their quant8-signed relatives) are issue 8, not declared.
+FLOAT32 / FLOAT16 to match; activation INT32; time_major BOOL (INT32 for
+UNIDIRECTIONAL_SEQUENCE_RNN), merge_outputs BOOL. No quantized forms exist at any level.
+
+State outputs (FL4, both float types; NNAPI "Available since NNAPI feature level 4"):
+after the sequence output(s) the operation may have the final states, all or none:
+UNIDIRECTIONAL_SEQUENCE_RNN hidden_state_out [batch, units] (2 outputs);
+UNIDIRECTIONAL_SEQUENCE_LSTM output_state_out [batch, output_size], cell_state_out
+[batch, num_units] (3 outputs); BIDIRECTIONAL_SEQUENCE_RNN fw, bw hidden state
+[batch, fw/bw units] (4 outputs, 3 with merge_outputs: the state outputs move up one
+index, as AOSP's kernels index them); BIDIRECTIONAL_SEQUENCE_LSTM fw output state, fw
+cell state, bw output state, bw cell state (6 outputs, 5 merged). A state is the cell's
+state after its last step: the forward cell's after time step max_time - 1, the backward
+cell's after time step 0.
 
 Shapes: input [max_time, batch, input_size] when time_major, else [batch, max_time,
 input_size]; outputs use the same major order, last dimension the cell's output size
@@ -42,7 +52,8 @@ Errors (OperationError naming the input and rule): input or aux_input not 3-D, a
 first two dimensions differing from input's, the cell rules of
 :func:`.recurrent.check_rnn_cell` / :func:`.recurrent.check_lstm_cell` /
 :func:`.recurrent.check_lstm_params`, activation not a FuseCode (RNN), and an output count
-not matching merge_outputs (1 when merged, else 2).
+not matching merge_outputs (1 when merged, else 2; plus 2 or 4 state outputs for the FL4
+forms).
 
 Sources: NNAPI ``NeuralNetworksTypes.h`` / ``types.spec`` for the four operations; AOSP
 ``UnidirectionalSequenceRNN.cpp``, ``BidirectionalSequenceRNN.cpp``,
@@ -131,18 +142,27 @@ def _linking(ctx: OpContext, aux_input: int, fw_aux: int, bw_aux: int) -> str:
     return "cross" if has_fw else "parallel" if has_in else "none"
 
 
-def _check_outputs(ctx: OpContext, merge: bool, merge_index: int) -> None:
+def _check_outputs(ctx: OpContext, merge: bool, merge_index: int, n_states: int) -> bool:
+    """Whether the operation has its FL4 state outputs: with ``merge`` 1 sequence output,
+    else 2, then optionally ``n_states`` state outputs (2 for BIDIRECTIONAL_SEQUENCE_RNN, 4
+    for BIDIRECTIONAL_SEQUENCE_LSTM). Raises OperationError for any other output count."""
     want = 1 if merge else 2
-    check(len(ctx.outputs) == want,
+    check(len(ctx.outputs) in (want, want + n_states),
           f"input {merge_index} (merge_outputs) is {merge}, so the operation has {want} "
-          f"output{'s' if want > 1 else ''}, not {len(ctx.outputs)}")
+          f"output{'s' if want > 1 else ''} ({want + n_states} with the state outputs), "
+          f"not {len(ctx.outputs)}")
+    return len(ctx.outputs) == want + n_states
 
 
 def _bidirectional_outputs(ctx: OpContext, fw: np.ndarray, bw: np.ndarray, merge: bool,
-                           time_major: bool) -> list[np.ndarray]:
-    """Time-major fw/bw outputs [max_time, batch, size] as the operation's outputs."""
+                           time_major: bool, states=()) -> list[np.ndarray]:
+    """Time-major fw/bw outputs [max_time, batch, size] as the operation's outputs, then
+    the final ``states`` (2-D, float64) when the operation has its state outputs."""
     outs = [np.concatenate([fw, bw], axis=2)] if merge else [fw, bw]
-    return [from_float(o, _time_major(v, time_major)) for o, v in zip(ctx.outputs, outs)]
+    vals = [_time_major(v, time_major) for v in outs]
+    if len(ctx.outputs) > len(outs):
+        vals += list(states)
+    return [from_float(o, v) for o, v in zip(ctx.outputs, vals)]
 
 
 # --- UNIDIRECTIONAL_SEQUENCE_RNN ---------------------------------------------------------
@@ -161,20 +181,25 @@ def _run_rnn(x_tm, h, w, r, b, activation, reverse=False, aux_tm=None, aux_w=Non
 
 
 def _urnn_prepare(ctx: OpContext):
-    """Output [max_time, batch, units] (time-major) or [batch, max_time, units]."""
+    """Output [max_time, batch, units] (time-major) or [batch, max_time, units]; FL4:
+    then the final hidden state [batch, units]."""
     check_fuse_code(ctx.scalar(5))
     time_major, max_time, batch, input_size = _input_dims(ctx, 6)
     units = check_rnn_cell(ctx, 1, 2, 3, 4, batch, input_size)
-    return [_out_dims(time_major, max_time, batch, units)]
+    check(len(ctx.outputs) in (1, 2), f"has 1 output (2 with the state output), not "
+                                      f"{len(ctx.outputs)}")
+    return [_out_dims(time_major, max_time, batch, units), (batch, units)][:len(ctx.outputs)]
 
 
 def _urnn_execute(ctx: OpContext):
-    """h_t = activation(x_t W^T + h_{t-1} R^T + b), output_t = h_t."""
+    """h_t = activation(x_t W^T + h_{t-1} R^T + b), output_t = h_t; the state output is
+    the last step's h (the hidden state input when max_time is 0)."""
     _urnn_prepare(ctx)
     time_major = bool(ctx.scalar(6))
     x, w, r, b, h = (f64(ctx, i) for i in range(5))
     out = _run_rnn(_time_major(x, time_major), h, w, r, b, ctx.scalar(5))
-    return [from_float(ctx.outputs[0], _time_major(out, time_major))]
+    vals = [_time_major(out, time_major), out[-1] if len(out) else h]
+    return [from_float(o, v) for o, v in zip(ctx.outputs, vals)]
 
 
 def _rnn_validate(activation: int, time_major: int | None = None):
@@ -189,11 +214,13 @@ def _rnn_validate(activation: int, time_major: int | None = None):
 
 register(OperationDef(
     OperationType.UNIDIRECTIONAL_SEQUENCE_RNN,
-    tuple(sig(3, [tensor("input", t, (3,)), tensor("weights", t, (2,)),
+    tuple(sig(level, [tensor("input", t, (3,)), tensor("weights", t, (2,)),
                   tensor("recurrent_weights", t, (2,)), tensor("bias", t, (1,)),
                   tensor("hidden_state", t, (2,)), scalar("activation", T.INT32),
                   scalar("time_major", T.INT32)],
-              [tensor("output", t, (3,))]) for _, t, _ in FLOAT_FORMS),
+              outs) for _, t, _ in FLOAT_FORMS
+    for level, outs in ((3, [tensor("output", t, (3,))]),
+                        (4, [tensor("output", t, (3,)), tensor("hidden_state_out", t, (2,))]))),
     _urnn_prepare, _urnn_execute, validate=_rnn_validate(5, 6),
     summary="basic RNN unrolled over a sequence (time- or batch-major)"))
 
@@ -205,7 +232,7 @@ def _brnn_check(ctx: OpContext):
     check_fuse_code(ctx.scalar(12))
     time_major, max_time, batch, input_size = _input_dims(ctx, 13)
     merge = bool(ctx.scalar(14))
-    _check_outputs(ctx, merge, 14)
+    _check_outputs(ctx, merge, 14, 2)
     aux_size = _aux_input(ctx, 9)
     linking = _linking(ctx, 9, 10, 11)
     fw_units = check_rnn_cell(ctx, 1, 2, 3, 4, batch, input_size)
@@ -221,9 +248,11 @@ def _brnn_prepare(ctx: OpContext):
     """fw output [.., fw_units] (fw_units + bw_units when merged), bw output [.., bw_units]."""
     time_major, merge, _, max_time, batch, fw_units, bw_units = _brnn_check(ctx)
     if merge:
-        return [_out_dims(time_major, max_time, batch, fw_units + bw_units)]
-    return [_out_dims(time_major, max_time, batch, fw_units),
-            _out_dims(time_major, max_time, batch, bw_units)]
+        dims = [_out_dims(time_major, max_time, batch, fw_units + bw_units)]
+    else:
+        dims = [_out_dims(time_major, max_time, batch, fw_units),
+                _out_dims(time_major, max_time, batch, bw_units)]
+    return (dims + [(batch, fw_units), (batch, bw_units)])[:len(ctx.outputs)]
 
 
 def _brnn_execute(ctx: OpContext):
@@ -238,7 +267,9 @@ def _brnn_execute(ctx: OpContext):
     fw = _run_rnn(x, v[4], v[1], v[2], v[3], act, False, aux if cross else None, v[10])
     bw = _run_rnn(aux if linking == "parallel" else x, v[8], v[5], v[6], v[7], act, True,
                   aux if cross else None, v[11])
-    return _bidirectional_outputs(ctx, fw, bw, merge, time_major)
+    # final states: forward after the last step, backward after the first (its last)
+    states = (fw[-1], bw[0]) if len(fw) else (v[4], v[8])
+    return _bidirectional_outputs(ctx, fw, bw, merge, time_major, states)
 
 
 def _brnn_signatures():
@@ -252,8 +283,12 @@ def _brnn_signatures():
                   tensor("bw_aux_weights", t, (2,), optional=True),
                   scalar("activation", T.INT32), scalar("time_major", T.BOOL),
                   scalar("merge_outputs", T.BOOL)]
-        sigs.append(sig(3, inputs, [tensor("fw_output", t, (3,)), tensor("bw_output", t, (3,))]))
-        sigs.append(sig(3, inputs, [tensor("output", t, (3,))]))
+        seq = [tensor("fw_output", t, (3,)), tensor("bw_output", t, (3,))]
+        states = [tensor("fw_hidden_state_out", t, (2,)), tensor("bw_hidden_state_out", t, (2,))]
+        sigs.append(sig(3, inputs, seq))
+        sigs.append(sig(3, inputs, seq[:1]))
+        sigs.append(sig(4, inputs, seq + states))
+        sigs.append(sig(4, inputs, seq[:1] + states))
     return tuple(sigs)
 
 
@@ -270,9 +305,10 @@ _ULSTM = LstmSlots(tuple(range(1, 18)), 18, 19, layer_norm=(24, 25, 26, 27))
 
 
 def _run_lstm(cell, x_tm: np.ndarray, reverse: bool = False,
-              aux_tm: np.ndarray | None = None) -> np.ndarray:
+              aux_tm: np.ndarray | None = None):
     """Outputs [max_time, batch, n_output] of :func:`.recurrent.lstm_step` over
-    time-major ``x_tm`` from the cell's input states (last step first if ``reverse``)."""
+    time-major ``x_tm`` from the cell's input states (last step first if ``reverse``),
+    and the final (output state [batch, n_output], cell state [batch, n_cell])."""
     h, c = cell.p["h_in"], cell.p["c_in"]
     _check_work(x_tm.shape[0], x_tm.shape[1],
                 sum(v.size for k, v in cell.p.items() if v is not None and v.ndim == 2
@@ -282,7 +318,7 @@ def _run_lstm(cell, x_tm: np.ndarray, reverse: bool = False,
     for t in steps:
         h, c, _ = lstm_step(cell, x_tm[t], h, c, None if aux_tm is None else aux_tm[t])
         out[t] = h
-    return out
+    return out, (h, c)
 
 
 def _ulstm_check(ctx: OpContext):
@@ -295,25 +331,32 @@ def _ulstm_prepare(ctx: OpContext):
     """Output [max_time, batch, output_size] (time-major) or [batch, max_time,
     output_size]."""
     time_major, max_time, batch, d = _ulstm_check(ctx)
-    return [_out_dims(time_major, max_time, batch, d.n_output)]
+    check(len(ctx.outputs) in (1, 3), f"has 1 output (3 with the state outputs), not "
+                                      f"{len(ctx.outputs)}")
+    return [_out_dims(time_major, max_time, batch, d.n_output), (batch, d.n_output),
+            (batch, d.n_cell)][:len(ctx.outputs)]
 
 
 def _ulstm_execute(ctx: OpContext):
     """LSTM steps over the sequence; output_t = the step's output state."""
     time_major, _, _, d = _ulstm_check(ctx)
     cell = read_lstm_cell(ctx, _ULSTM, d, 20, 21, 22)
-    out = _run_lstm(cell, _time_major(f64(ctx, 0), time_major))
-    return [from_float(ctx.outputs[0], _time_major(out, time_major))]
+    out, (h, c) = _run_lstm(cell, _time_major(f64(ctx, 0), time_major))
+    vals = [_time_major(out, time_major), h, c]
+    return [from_float(o, v) for o, v in zip(ctx.outputs, vals)]
 
 
 register(OperationDef(
     OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM,
-    tuple(sig(3, [tensor("input", t, (3,)), *cell_tensor_args(t),
+    tuple(sig(level, [tensor("input", t, (3,)), *cell_tensor_args(t),
                   tensor("output_state_in", t, (2,)), tensor("cell_state_in", t, (2,)),
                   scalar("activation", T.INT32), scalar("cell_clip", st),
                   scalar("proj_clip", st), scalar("time_major", T.BOOL),
                   *[tensor(n, t, (1,), optional=True) for n in LN_NAMES]],
-              [tensor("output", t, (3,))]) for _, t, st in FLOAT_FORMS),
+              outs) for _, t, st in FLOAT_FORMS
+    for level, outs in ((3, [tensor("output", t, (3,))]),
+                        (4, [tensor("output", t, (3,)), tensor("output_state_out", t, (2,)),
+                             tensor("cell_state_out", t, (2,))]))),
     _ulstm_prepare, _ulstm_execute,
     validate=lambda ctx: validate_lstm_params(ctx, 20, 21, 22),
     summary="LSTM unrolled over a sequence, optional CIFG, peephole, projection and layer "
@@ -333,7 +376,7 @@ def _blstm_check(ctx: OpContext):
     check_lstm_params(ctx, 48, 49, 50)
     time_major, max_time, batch, n_input = _input_dims(ctx, 52)
     merge = bool(ctx.scalar(51))
-    _check_outputs(ctx, merge, 51)
+    _check_outputs(ctx, merge, 51, 4)
     aux_size = _aux_input(ctx, 39)
     linking = _linking(ctx, 39, 41, 45)
     cross_size = aux_size if linking == "cross" else None
@@ -348,9 +391,12 @@ def _blstm_prepare(ctx: OpContext):
     [.., bw_output_size]."""
     time_major, merge, _, max_time, batch, fw, bw = _blstm_check(ctx)
     if merge:
-        return [_out_dims(time_major, max_time, batch, fw.n_output + bw.n_output)]
-    return [_out_dims(time_major, max_time, batch, fw.n_output),
-            _out_dims(time_major, max_time, batch, bw.n_output)]
+        dims = [_out_dims(time_major, max_time, batch, fw.n_output + bw.n_output)]
+    else:
+        dims = [_out_dims(time_major, max_time, batch, fw.n_output),
+                _out_dims(time_major, max_time, batch, bw.n_output)]
+    states = [(batch, fw.n_output), (batch, fw.n_cell), (batch, bw.n_output), (batch, bw.n_cell)]
+    return (dims + states)[:len(ctx.outputs)]
 
 
 def _blstm_execute(ctx: OpContext):
@@ -360,10 +406,11 @@ def _blstm_execute(ctx: OpContext):
     x = _time_major(f64(ctx, 0), time_major)
     aux = None if ctx.inputs[39].omitted else _time_major(f64(ctx, 39), time_major)
     cross = aux if linking == "cross" else None
-    fw = _run_lstm(read_lstm_cell(ctx, _BLSTM_FW, fw_dims, 48, 49, 50), x, False, cross)
-    bw = _run_lstm(read_lstm_cell(ctx, _BLSTM_BW, bw_dims, 48, 49, 50),
-                   aux if linking == "parallel" else x, True, cross)
-    return _bidirectional_outputs(ctx, fw, bw, merge, time_major)
+    fw, fw_state = _run_lstm(read_lstm_cell(ctx, _BLSTM_FW, fw_dims, 48, 49, 50), x, False,
+                             cross)
+    bw, bw_state = _run_lstm(read_lstm_cell(ctx, _BLSTM_BW, bw_dims, 48, 49, 50),
+                             aux if linking == "parallel" else x, True, cross)
+    return _bidirectional_outputs(ctx, fw, bw, merge, time_major, fw_state + bw_state)
 
 
 def _blstm_signatures():
@@ -381,8 +428,13 @@ def _blstm_signatures():
                   scalar("time_major", T.BOOL),
                   *[tensor(d + n, t, (1,), optional=True) for d in ("fw_", "bw_")
                     for n in LN_NAMES]]
-        sigs.append(sig(3, inputs, [tensor("fw_output", t, (3,)), tensor("bw_output", t, (3,))]))
-        sigs.append(sig(3, inputs, [tensor("output", t, (3,))]))
+        seq = [tensor("fw_output", t, (3,)), tensor("bw_output", t, (3,))]
+        states = [tensor(n, t, (2,)) for n in ("fw_output_state_out", "fw_cell_state_out",
+                                               "bw_output_state_out", "bw_cell_state_out")]
+        sigs.append(sig(3, inputs, seq))
+        sigs.append(sig(3, inputs, seq[:1]))
+        sigs.append(sig(4, inputs, seq + states))
+        sigs.append(sig(4, inputs, seq[:1] + states))
     return tuple(sigs)
 
 
