@@ -605,8 +605,9 @@ class _Generator:
             op_type = opdef.type
         sig = opdef.signatures[r.u8() % len(opdef.signatures)]
         in_slots = list(sig.inputs)
-        if opdef.variadic:
-            in_slots = [in_slots[0]] * (1 + r.u8() % 3) + in_slots[1:]
+        if opdef.variadic:  # the repeating slot: CONCATENATION's first, PACK's second
+            k = opdef.variadic_index
+            in_slots = in_slots[:k] + [in_slots[k]] * (1 + r.u8() % 3) + in_slots[k + 1:]
         p = 2 + r.u8() % 3
         ctx = {"rank0": 0, "op": op_type, "depth0": p}
         ins = []

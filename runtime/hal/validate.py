@@ -207,6 +207,9 @@ def _signature_error(opdef, inputs, outputs, feature_level) -> str:
     if best is None:
         counts = sorted({(len(s.inputs), len(s.outputs)) for s in opdef.signatures
                          if s.feature_level <= feature_level})
+        if opdef.variadic and opdef.variadic_index:
+            return (f"takes {opdef.variadic_index} input(s) then n >= 1 tensors then "
+                    f"{len(opdef.signatures[0].inputs) - 1 - opdef.variadic_index} more inputs")
         if opdef.variadic:
             return f"takes n >= 1 tensors then {len(opdef.signatures[0].inputs) - 1} more inputs"
         return (f"takes {' or '.join(f'{i} inputs and {o} outputs' for i, o in counts)}, "

@@ -1,8 +1,10 @@
-"""Selection along an axis: ARGMAX, ARGMIN and TOPK_V2 (all feature level 3).
+"""Selection along an axis: ARGMAX, ARGMIN and TOPK_V2 (all feature level 3; their
+TENSOR_QUANT8_ASYMM_SIGNED forms feature level 4).
 
 ARGMAX (39), ARGMIN (40), FL3
     input 0: n-D tensor (n >= 1, non-empty), TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32 or
-    TENSOR_QUANT8_ASYMM; input 1: INT32 axis in [-n, n) (negative counts from the end).
+    TENSOR_QUANT8_ASYMM (FL3), TENSOR_QUANT8_ASYMM_SIGNED (FL4); input 1: INT32 axis in
+    [-n, n) (negative counts from the end).
     output 0: TENSOR_INT32 of the input shape without ``axis`` ([1] for a 1-D input): the
     index of the largest (smallest) element along ``axis``; ties give the lowest index
     (AOSP ``ArgMinMax.cpp`` replaces the running best only on a strict comparison).
@@ -11,7 +13,8 @@ ARGMAX (39), ARGMIN (40), FL3
 
 TOPK_V2 (90), FL3
     input 0: n-D tensor (n >= 1), TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32 or
-    TENSOR_QUANT8_ASYMM; input 1: INT32 k, 1 <= k <= last dimension.
+    TENSOR_QUANT8_ASYMM (FL3), TENSOR_QUANT8_ASYMM_SIGNED (FL4); input 1: INT32 k,
+    1 <= k <= last dimension.
     output 0: values, input 0's type (quantized: input 0's scale and zeroPoint) and shape
     with the last dimension k: the k largest entries of every last-dimension row, in
     descending order; output 1: TENSOR_INT32 of the same shape, their indices within the
@@ -26,8 +29,9 @@ input 0's.
 Sources: NNAPI ``types.spec`` (NeuralNetworksTypes.h) ARGMAX / ARGMIN / TOPK_V2; type and
 level rules of AOSP ``common/types/operations/src/{ArgMinMax,TopK_V2}.cpp``; shape and
 parameter rules of ``argMinMaxPrepare`` (OperationsExecutionUtils.cpp) and
-``topk_v2::prepare`` (``common/cpu_operations/TopK_V2.cpp``). The FL4
-TENSOR_QUANT8_ASYMM_SIGNED forms are not declared here (issue 8).
+``topk_v2::prepare`` (``common/cpu_operations/TopK_V2.cpp``). FL4 forms: types.spec
+"TENSOR_QUANT8_ASYMM_SIGNED (since NNAPI feature level 4)"; AOSP ``validate`` returns
+kVersionFeatureLevel4 for them. int8 values are compared raw like uint8 ones.
 """
 from __future__ import annotations
 
@@ -41,6 +45,8 @@ T = OperandType
 I32 = T.TENSOR_INT32
 #: Input types of ARGMAX, ARGMIN and TOPK_V2 at feature level 3.
 FL3_TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM)
+#: (feature level, input type) of every form of ARGMAX, ARGMIN and TOPK_V2.
+LEVELS = tuple((3, t) for t in FL3_TYPES) + ((4, T.TENSOR_QUANT8_ASYMM_SIGNED),)
 
 
 def _rank(ctx: OpContext) -> int:
@@ -71,8 +77,8 @@ def _arg_kernel(pick):
 
 
 def _arg_sigs():
-    return tuple(sig(3, [tensor("input", t, None), scalar("axis", T.INT32)],
-                     [tensor("output", I32, None)]) for t in FL3_TYPES)
+    return tuple(sig(lv, [tensor("input", t, None), scalar("axis", T.INT32)],
+                     [tensor("output", I32, None)]) for lv, t in LEVELS)
 
 
 register(OperationDef(OperationType.ARGMAX, _arg_sigs(), _arg_prepare, _arg_kernel(np.argmax),
@@ -115,7 +121,7 @@ def _topk_execute(ctx: OpContext):
 
 register(OperationDef(
     OperationType.TOPK_V2,
-    tuple(sig(3, [tensor("input", t, None), scalar("k", T.INT32)],
-              [tensor("values", t, None), tensor("indices", I32, None)]) for t in FL3_TYPES),
+    tuple(sig(lv, [tensor("input", t, None), scalar("k", T.INT32)],
+              [tensor("values", t, None), tensor("indices", I32, None)]) for lv, t in LEVELS),
     _topk_prepare, _topk_execute, validate=_topk_validate,
     summary="k largest entries of the last dimension, and their indices"))

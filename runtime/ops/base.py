@@ -148,6 +148,10 @@ class OperationDef:
     #: inputs), as NNAPI CONCATENATION's inputs do.
     variadic: bool = False
 
+    #: Index of the input slot that repeats when ``variadic``: 0 (CONCATENATION), or the
+    #: slot after fixed leading inputs (NNAPI PACK: axis, then n >= 1 tensors: 1).
+    variadic_index: int = 0
+
     #: True when the (single) output slot repeats (n >= 1 outputs of that slot), as NNAPI
     #: SPLIT's outputs do.
     variadic_outputs: bool = False
@@ -158,20 +162,22 @@ class OperationDef:
 
     def signatures_for(self, n_inputs: int, n_outputs: int | None = None) -> tuple[Signature, ...]:
         """Signatures for a use with ``n_inputs`` inputs: for a variadic operation, each
-        signature's first slot repeated to fill (none if there is no room for one); for an
-        operation with variadic outputs and ``n_outputs`` >= 1 given, its output slot
-        repeated ``n_outputs`` times."""
+        signature's slot ``variadic_index`` (the first by default) repeated to fill (none
+        if there is no room for one); for an operation with variadic outputs and
+        ``n_outputs`` >= 1 given, its output slot repeated ``n_outputs`` times."""
         sigs = self.signatures
         if self.variadic_outputs and n_outputs is not None and n_outputs >= 1:
             sigs = tuple(Signature(s.feature_level, s.inputs, (s.outputs[0],) * n_outputs)
                          for s in sigs)
         if not self.variadic:
             return sigs
-        out = []
+        out, k = [], self.variadic_index
         for s in sigs:
             n = n_inputs - (len(s.inputs) - 1)
             if n >= 1:
-                out.append(Signature(s.feature_level, (s.inputs[0],) * n + s.inputs[1:], s.outputs))
+                out.append(Signature(s.feature_level,
+                                     s.inputs[:k] + (s.inputs[k],) * n + s.inputs[k + 1:],
+                                     s.outputs))
         return tuple(out)
 
     def match(self, inputs: Sequence[OperandView], outputs: Sequence[OperandView],

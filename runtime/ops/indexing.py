@@ -1,10 +1,12 @@
 """Indexing and data-movement operations of feature level 3: CHANNEL_SHUFFLE,
-EXPAND_DIMS, GATHER, SLICE, SPLIT and TILE.
+EXPAND_DIMS, GATHER, SLICE, SPLIT and TILE, with their FL4 forms.
 
-Every one moves raw values: a quantized output (TENSOR_QUANT8_ASYMM) must have input 0's
-scale and zeroPoint (NNAPI, checked at model time). Types (FL3): TENSOR_FLOAT16,
-TENSOR_FLOAT32, TENSOR_INT32 and TENSOR_QUANT8_ASYMM, except CHANNEL_SHUFFLE (no
-TENSOR_INT32). The FL4 TENSOR_QUANT8_ASYMM_SIGNED forms are not declared here (issue 8).
+Every one moves raw values: a quantized output (TENSOR_QUANT8_ASYMM,
+TENSOR_QUANT8_ASYMM_SIGNED) must have input 0's scale and zeroPoint (NNAPI, checked at
+model time). Types: TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32 and TENSOR_QUANT8_ASYMM
+at FL3, except CHANNEL_SHUFFLE (no TENSOR_INT32); TENSOR_QUANT8_ASYMM_SIGNED at FL4 for
+all six (types.spec "since NNAPI feature level 4"; AOSP ``validate`` of each returns
+kVersionFeatureLevel4 for it). The int8 forms use the same kernels (raw values moved).
 Axis parameters may be negative (counting from the end).
 
 CHANNEL_SHUFFLE (46): input 0 tensor of rank 1-4; input 1 INT32 num_groups > 0 dividing
@@ -47,6 +49,8 @@ T = OperandType
 I32 = T.TENSOR_INT32
 #: Data types of the operations here at feature level 3.
 FL3_TYPES = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM)
+#: Data type every operation here gains at feature level 4.
+FL4_TYPES = (T.TENSOR_QUANT8_ASYMM_SIGNED,)
 
 
 def _same_quant(ctx: OpContext) -> None:
@@ -65,10 +69,12 @@ def _rank(ctx: OpContext, max_rank: int | None = None) -> int:
 
 
 def _sigs(extra_inputs, types=FL3_TYPES, ranks=None, n_outputs: int = 1):
-    """One FL3 signature per data type: input 0 of that type (``ranks``; None = any), the
-    ``extra_inputs`` Args, then output(s) of the same type."""
-    return tuple(sig(3, [tensor("input", t, ranks), *extra_inputs],
-                     [tensor("output", t, ranks)] * n_outputs) for t in types)
+    """One signature per data type: FL3 for ``types``, FL4 for TENSOR_QUANT8_ASYMM_SIGNED;
+    input 0 of that type (``ranks``; None = any), the ``extra_inputs`` Args, then
+    output(s) of the same type."""
+    return tuple(sig(level, [tensor("input", t, ranks), *extra_inputs],
+                     [tensor("output", t, ranks)] * n_outputs)
+                 for level, t in [(3, t) for t in types] + [(4, t) for t in FL4_TYPES])
 
 
 def _reg(op, sigs, prepare, execute, summary, **kw):

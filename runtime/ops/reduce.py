@@ -11,15 +11,17 @@ MEAN (31): TENSOR_FLOAT32, TENSOR_QUANT8_ASYMM (FL2), TENSOR_FLOAT16 (FL3),
     in float64, stored in the output type (quantized: input 0's scale and zeroPoint, round
     half away from zero, saturate).
 REDUCE_ALL (75), REDUCE_ANY (76), FL3: TENSOR_BOOL8 in and out; logical and / or.
-REDUCE_MAX (77), REDUCE_MIN (78), FL3: TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_QUANT8_ASYMM
-    (output with input 0's scale and zeroPoint; raw values compared). A reduction over an
+REDUCE_MAX (77), REDUCE_MIN (78): TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_QUANT8_ASYMM (FL3),
+    TENSOR_QUANT8_ASYMM_SIGNED (FL4) (output with input 0's scale and zeroPoint; raw
+    values compared). A reduction over an
     empty dimension gives AOSP's initial value (the type's lowest / highest finite value).
 REDUCE_PROD (79), REDUCE_SUM (80), FL3: TENSOR_FLOAT16, TENSOR_FLOAT32. Computed in float64
     with one rounding to the output type (TENSOR_FLOAT16 policy of common.py). PROD: a
     slice holding a zero gives 0 even with an infinity in it, as AOSP's kernel does
     (``Reduce.cpp`` returns 0 when either factor is 0, so 0 * inf is not NaN).
-The keep_dims of the REDUCE_* operations is a BOOL scalar. The FL4
-TENSOR_QUANT8_ASYMM_SIGNED forms of REDUCE_MAX / REDUCE_MIN are not declared here (issue 8).
+The keep_dims of the REDUCE_* operations is a BOOL scalar. FL4 forms: types.spec
+"TENSOR_QUANT8_ASYMM_SIGNED (since NNAPI feature level 4)" for MEAN, REDUCE_MAX and
+REDUCE_MIN (AOSP ``reduce::validateMaxMin`` returns kVersionFeatureLevel4 for them).
 
 Errors (OperationError): input rank outside 1-4, input 1 not 1-D, an axis out of range;
 at model time, a quantized output whose scale/zeroPoint differ from input 0's.
@@ -118,19 +120,22 @@ def _kernel(reduce):
     return execute
 
 
-def _reduce_sigs(types):
-    return tuple(sig(3, [tensor("input", t), tensor("axes", T.TENSOR_INT32, (1,)),
-                         scalar("keep_dims", T.BOOL)], [tensor("output", t)]) for t in types)
+def _reduce_sigs(types, fl4_types=()):
+    """FL3 signatures for ``types``, FL4 ones for ``fl4_types``."""
+    return tuple(sig(lv, [tensor("input", t), tensor("axes", T.TENSOR_INT32, (1,)),
+                          scalar("keep_dims", T.BOOL)], [tensor("output", t)])
+                 for lv, t in [(3, t) for t in types] + [(4, t) for t in fl4_types])
 
 
-for _op, _types, _reduce, _summary in (
-        (OperationType.REDUCE_ALL, (T.TENSOR_BOOL8,), np.all, "logical and over dimensions"),
-        (OperationType.REDUCE_ANY, (T.TENSOR_BOOL8,), np.any, "logical or over dimensions"),
-        (OperationType.REDUCE_MAX, (F16, F32, Q8), _extreme(np.max, True),
+_Q8S = (T.TENSOR_QUANT8_ASYMM_SIGNED,)
+for _op, _types, _fl4, _reduce, _summary in (
+        (OperationType.REDUCE_ALL, (T.TENSOR_BOOL8,), (), np.all, "logical and over dimensions"),
+        (OperationType.REDUCE_ANY, (T.TENSOR_BOOL8,), (), np.any, "logical or over dimensions"),
+        (OperationType.REDUCE_MAX, (F16, F32, Q8), _Q8S, _extreme(np.max, True),
          "maximum over dimensions"),
-        (OperationType.REDUCE_MIN, (F16, F32, Q8), _extreme(np.min, False),
+        (OperationType.REDUCE_MIN, (F16, F32, Q8), _Q8S, _extreme(np.min, False),
          "minimum over dimensions"),
-        (OperationType.REDUCE_PROD, (F16, F32), _prod, "product over dimensions"),
-        (OperationType.REDUCE_SUM, (F16, F32), _sum, "sum over dimensions")):
-    register(OperationDef(_op, _reduce_sigs(_types), _prepare, _kernel(_reduce),
+        (OperationType.REDUCE_PROD, (F16, F32), (), _prod, "product over dimensions"),
+        (OperationType.REDUCE_SUM, (F16, F32), (), _sum, "sum over dimensions")):
+    register(OperationDef(_op, _reduce_sigs(_types, _fl4), _prepare, _kernel(_reduce),
                           validate=_validate, summary=_summary))

@@ -1,5 +1,4 @@
-"""Shape and data-movement operations of feature levels 1-3, with the FL4
-quant8-signed twins of the FL1-2 ones.
+"""Shape and data-movement operations of feature levels 1-3, with their FL4+ forms.
 
 FL1: CONCATENATION (2), DEPTH_TO_SPACE (5), RESHAPE (22), SPACE_TO_DEPTH (26).
 FL2: BATCH_TO_SPACE_ND (29), PAD (32), SPACE_TO_BATCH_ND (33), SQUEEZE (34),
@@ -7,8 +6,10 @@ FL2: BATCH_TO_SPACE_ND (29), PAD (32), SPACE_TO_BATCH_ND (33), SQUEEZE (34),
 FL3: PAD_V2 (69), and FL3 forms of all of the above.
 
 Types: TENSOR_FLOAT32 and TENSOR_QUANT8_ASYMM at the operation's level, TENSOR_FLOAT16 at
-FL3, TENSOR_QUANT8_ASYMM_SIGNED (same operand layout) at FL4 (PAD_V2: FL3 types only; its
-FL4 twin is issue 8). Shapes (rank up to 4): see each ``prepare``. Quantized values are
+FL3, TENSOR_QUANT8_ASYMM_SIGNED (same operand layout) at FL4 for every operation here
+(types.spec "since NNAPI feature level 4"), and TENSOR_INT32 for RESHAPE at FL6 (types.spec
+"TENSOR_INT32 (since NNAPI feature level 6)"; AOSP ``validateOperation`` requires
+HalVersion AIDL_V2 for it). Shapes (rank up to 4): see each ``prepare``. Quantized values are
 moved raw (int8 stays int8), so the output's scale and zeroPoint must equal input0's
 (except CONCATENATION, see below); checked at model time by ``validate``.
 
@@ -19,7 +20,8 @@ TRANSPOSE accept zero-sized tensors (a dimension of 0 gives an empty output of t
 shape; NNAPI "since feature level 3"). PAD_V2 pads with input 2: a FLOAT32 scalar for
 TENSOR_FLOAT32, FLOAT16 for TENSOR_FLOAT16, and for TENSOR_QUANT8_ASYMM an INT32 already
 in input 0's quantization, which must lie in [0, 255] (AOSP's CPU kernel keeps the low
-byte of any INT32; the reference rejects an out-of-range value instead).
+byte of any INT32; the reference rejects an out-of-range value instead); likewise an INT32
+in [-128, 127] for TENSOR_QUANT8_ASYMM_SIGNED (FL4).
 
 Two FL1-2 quantization rules only decide the feature level of a model (AOSP
 ``validateOperation`` then reports feature level 3; the model is not invalid), so, like
@@ -243,7 +245,13 @@ def _reshape_prepare(ctx: OpContext):
     return [tuple(shape)]
 
 
-_reg(OperationType.RESHAPE, _sigs(1, [tensor("shape", I32, (1,))]), _reshape_prepare,
+#: Feature level of RESHAPE's TENSOR_INT32 form (NNAPI feature level 6, Android API 31+).
+RESHAPE_INT32_LEVEL = 6
+_reg(OperationType.RESHAPE,
+     _sigs(1, [tensor("shape", I32, (1,))])
+     + (sig(RESHAPE_INT32_LEVEL, [tensor("input", I32), tensor("shape", I32, (1,))],
+            [tensor("output", I32)]),),
+     _reshape_prepare,
      _reshaping(_reshape_prepare), "same values in the shape given by input 1 (-1 inferred)")
 
 
@@ -396,14 +404,15 @@ _reg(OperationType.PAD, _sigs(2, [tensor("paddings", I32, (2,))]), _pad_prepare,
 # --- PAD_V2 (FL3) -----------------------------------------------------------------------
 
 #: Scalar type of PAD_V2's pad value per input type (NNAPI PAD_V2 input 2).
-_PAD_VALUE_TYPE = {F32: T.FLOAT32, F16: T.FLOAT16, Q8: T.INT32}
+_PAD_VALUE_TYPE = {F32: T.FLOAT32, F16: T.FLOAT16, Q8: T.INT32, Q8S: T.INT32}
 
 
 def _pad_v2_value(ctx: OpContext):
     """PAD_V2 input 2 in input 0's storage: the float value for TENSOR_FLOAT32/FLOAT16; for a
     quantized input, an INT32 already quantized with input 0's scale and zeroPoint, which
-    must lie in the type's range ([0, 255] for TENSOR_QUANT8_ASYMM). AOSP's CPU kernel keeps
-    the low byte of an out-of-range value; the reference rejects it (OperationError)."""
+    must lie in the type's range ([0, 255] for TENSOR_QUANT8_ASYMM, [-128, 127] for
+    TENSOR_QUANT8_ASYMM_SIGNED). AOSP's CPU kernel keeps the low byte of an out-of-range
+    value; the reference rejects it (OperationError)."""
     value = ctx.scalar(2)
     inp = ctx.inputs[0]
     if is_quant(inp):
@@ -431,7 +440,7 @@ register(OperationDef(
     OperationType.PAD_V2,
     tuple(sig(lv, [tensor("input", t), tensor("paddings", I32, (2,)),
                    scalar("pad_value", _PAD_VALUE_TYPE[t])], [tensor("output", t)])
-          for lv, t in ((3, F32), (3, F16), (3, Q8))),
+          for lv, t in ((3, F32), (3, F16), (3, Q8), (SIGNED_LEVEL, Q8S))),
     _pad_v2_prepare, _pad_v2_execute, validate=_same_quant,
     summary="pad every dimension with a given value"))
 
