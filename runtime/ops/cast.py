@@ -1,14 +1,17 @@
-"""Type conversions of feature level 3: CAST (45) and QUANTIZE (72).
+"""Type conversions of feature level 3: CAST (45) and QUANTIZE (72), with their FL4 forms.
 
-Declared signatures (all FL3; NNAPI ``types.spec`` and AOSP ``common/types/operations/src/
-{Cast,Quantize}.cpp`` for the levels):
+Declared signatures (FL3 unless said; NNAPI ``types.spec`` and AOSP
+``common/types/operations/src/{Cast,Quantize}.cpp`` for the levels):
 
 * CAST: input and output each of TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32 or
-  TENSOR_QUANT8_ASYMM (all 16 pairs, identity casts included). Not declared: the FL4
-  identity casts of TENSOR_BOOL8, TENSOR_QUANT16_*, TENSOR_QUANT8_ASYMM_SIGNED,
-  TENSOR_QUANT8_SYMM (issue 8).
-* QUANTIZE: TENSOR_FLOAT16 or TENSOR_FLOAT32 -> TENSOR_QUANT8_ASYMM. Not declared: the FL4
-  TENSOR_QUANT8_ASYMM_SIGNED output (issue 8).
+  TENSOR_QUANT8_ASYMM (all 16 pairs, identity casts included). FL4: the identity casts
+  (output of the input's type) of TENSOR_BOOL8, TENSOR_QUANT16_ASYMM, TENSOR_QUANT16_SYMM,
+  TENSOR_QUANT8_ASYMM_SIGNED and TENSOR_QUANT8_SYMM (spec: "Since Android 11, casting
+  tensors of the following OperandType to the same OperandType is supported"; the
+  TENSOR_INT32 identity cast it also lists is FL3 already). An identity cast copies the
+  stored values (scale and zeroPoint ignored, as for every CAST).
+* QUANTIZE: TENSOR_FLOAT16 or TENSOR_FLOAT32 -> TENSOR_QUANT8_ASYMM; FL4: ->
+  TENSOR_QUANT8_ASYMM_SIGNED.
 
 Shapes: rank >= 1 ("Supported tensor rank: from 1", no upper bound); the output has the
 input's shape; the input may be zero-sized (QUANTIZE: spec; CAST: AOSP accepts it), giving
@@ -27,22 +30,27 @@ moves the stored numbers; the values beyond that are AOSP ``cpu_operations/Cast.
   uint8, e.g. 300 -> 255, -5 -> 0), then truncated toward zero (NaN -> 0 in the reference).
 * integers to integers otherwise unchanged (TENSOR_QUANT8_ASYMM -> TENSOR_INT32 widens).
 
-QUANTIZE semantics (spec formula ``max(0, min(255, round(input / scale) + zeroPoint))``,
+QUANTIZE semantics (spec formula ``max(0, min(255, round(input / scale) + zeroPoint))``
+for TENSOR_QUANT8_ASYMM, ``max(-128, min(127, ...))`` for TENSOR_QUANT8_ASYMM_SIGNED (FL4),
 computed in binary32 as AOSP ``Quantize.cpp`` does: the quotient ``input / scale`` is a
 float32 division, ``round`` is C ``std::round``, half away from zero). A NaN input gives
-255, as AOSP's ``std::min(255.f, NaN)`` does; +-inf saturate to 255 / 0.
+the maximum (255 / 127), as AOSP's ``std::min(255.f, NaN)`` does; +-inf saturate to the
+maximum / minimum.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..types import OperationType, operand_dtype
+from ..types import OperandType, OperationType, operand_dtype
 from .base import OpContext, OperationDef, register, sig, tensor
 from .common import QUANT_RANGES, round_half_away
-from .elementwise import F16, F32, I32, Q8, same_shape
+from .elementwise import BOOL8, F16, F32, I32, Q8, Q8S, same_shape
 
 ANY = None  # tensor rank: from 1, no upper bound
 _CAST_TYPES = (F16, F32, I32, Q8)
+#: Types whose identity CAST is FL4 (TENSOR_INT32's is among the FL3 pairs).
+_FL4_IDENTITY_TYPES = (BOOL8, OperandType.TENSOR_QUANT16_ASYMM, OperandType.TENSOR_QUANT16_SYMM,
+                       Q8S, OperandType.TENSOR_QUANT8_SYMM)
 
 
 def _prepare(ctx: OpContext):
@@ -67,14 +75,16 @@ def _execute_cast(ctx: OpContext):
 register(OperationDef(
     OperationType.CAST,
     tuple(sig(3, [tensor("input", a, ANY)], [tensor("output", b, ANY)])
-          for a in _CAST_TYPES for b in _CAST_TYPES),
+          for a in _CAST_TYPES for b in _CAST_TYPES)
+    + tuple(sig(4, [tensor("input", t, ANY)], [tensor("output", t, ANY)])
+            for t in _FL4_IDENTITY_TYPES),
     _prepare, _execute_cast,
     summary="stored values converted to the output type (scale and zeroPoint ignored)"))
 
 
 def _execute_quantize(ctx: OpContext):
-    """QUANTIZE: ``clamp(round(float32(x) / float32(scale)) + zeroPoint, 0, 255)`` as
-    uint8 (module docstring)."""
+    """QUANTIZE: ``clamp(round(float32(x) / float32(scale)) + zeroPoint, lo, hi)`` with
+    [lo, hi] = [0, 255] (uint8) or [-128, 127] (int8, FL4) (module docstring)."""
     out = ctx.outputs[0]
     lo, hi = QUANT_RANGES[out.type]
     with np.errstate(all="ignore"):
@@ -85,6 +95,7 @@ def _execute_quantize(ctx: OpContext):
 
 register(OperationDef(
     OperationType.QUANTIZE,
-    tuple(sig(3, [tensor("input", t, ANY)], [tensor("output", Q8, ANY)]) for t in (F16, F32)),
+    tuple(sig(level, [tensor("input", t, ANY)], [tensor("output", o, ANY)])
+          for level, o in ((3, Q8), (4, Q8S)) for t in (F16, F32)),
     _prepare, _execute_quantize,
     summary="round(x / scale) + zeroPoint, saturated"))

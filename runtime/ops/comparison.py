@@ -1,19 +1,21 @@
 """Comparisons and boolean logic of feature level 3: EQUAL (48), GREATER (53),
 GREATER_EQUAL (54), LESS (58), LESS_EQUAL (59), NOT_EQUAL (68), LOGICAL_AND (61),
-LOGICAL_OR (63), LOGICAL_NOT (62) and SELECT (84).
+LOGICAL_OR (63), LOGICAL_NOT (62) and SELECT (84), with their FL4 forms.
 
-Declared signatures (all FL3; NNAPI ``types.spec`` and AOSP ``common/types/operations/src/
-{Comparisons,LogicalAndOr,LogicalNot,Select}.cpp`` for the levels):
+Declared signatures (FL3 unless said; NNAPI ``types.spec`` and AOSP
+``common/types/operations/src/{Comparisons,LogicalAndOr,LogicalNot,Select}.cpp`` for the
+levels):
 
 * EQUAL, GREATER, GREATER_EQUAL, LESS, LESS_EQUAL, NOT_EQUAL(input0, input1):
   TENSOR_BOOL8, TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32 or TENSOR_QUANT8_ASYMM (both
-  inputs of one type) -> TENSOR_BOOL8.
+  inputs of one type) -> TENSOR_BOOL8; FL4: TENSOR_QUANT8_ASYMM_SIGNED inputs.
 * LOGICAL_AND, LOGICAL_OR(input0, input1), LOGICAL_NOT(input): TENSOR_BOOL8 ->
   TENSOR_BOOL8.
 * SELECT(condition, input1, input2): TENSOR_BOOL8 condition; input1, input2 and output of
-  one type among TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32, TENSOR_QUANT8_ASYMM.
-* Not declared: the TENSOR_QUANT8_ASYMM_SIGNED forms of the comparisons and SELECT (FL4,
-  issue 8).
+  one type among TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32, TENSOR_QUANT8_ASYMM; FL4:
+  TENSOR_QUANT8_ASYMM_SIGNED. The spec lists the signed form "since" FL4 (Android 11);
+  AOSP's ``Select.cpp`` validation returns FL3 for every type, a slip: the reference
+  follows the spec (the corpus holds the signed SELECT models in V1_3 only).
 
 Shapes: every tensor has rank >= 1 ("Supported tensor rank: from 1", no upper bound).
 Comparisons, LOGICAL_AND and LOGICAL_OR broadcast their inputs (trailing dimensions
@@ -25,11 +27,13 @@ empty outputs.
 
 Semantics: quantized comparison inputs are compared as real values, each with its own
 scale and zeroPoint, computed in binary32 as ``float(q - zeroPoint) * scale`` as AOSP's
-``Comparisons.cpp`` does (so equality matches it bit for bit); other types compare their
-stored values (TENSOR_BOOL8: false < true). SELECT takes input1 where the condition is
-true, else input2; for TENSOR_QUANT8_ASYMM the chosen value is requantized from its
-input's scale/zeroPoint to the output's (round half away from zero, saturate; the spec
-lets all three differ), other types are copied. Any non-zero TENSOR_BOOL8 byte is true.
+``Comparisons.cpp`` does (so equality matches it bit for bit), for TENSOR_QUANT8_ASYMM and
+TENSOR_QUANT8_ASYMM_SIGNED alike; other types compare their stored values (TENSOR_BOOL8:
+false < true). SELECT takes input1 where the condition is true, else input2; for
+TENSOR_QUANT8_ASYMM and TENSOR_QUANT8_ASYMM_SIGNED the chosen value is requantized from
+its input's scale/zeroPoint to the output's (round half away from zero, saturate; the
+spec lets all three differ), other types are copied. Any non-zero TENSOR_BOOL8 byte is
+true.
 """
 from __future__ import annotations
 
@@ -38,8 +42,8 @@ import numpy as np
 from ..types import OperationType
 from .base import OpContext, OperationDef, check, register, sig, tensor
 from .common import from_float, to_float
-from .elementwise import (BOOL8, F16, F32, I32, Q8, bool_values, broadcast_shape,
-                          same_shape, unary_sigs)
+from .elementwise import (BOOL8, F16, F32, I32, Q8, Q8S, QUANT8, bool_values,
+                          broadcast_shape, same_shape, unary_sigs)
 
 ANY = None  # tensor rank: from 1, no upper bound
 
@@ -51,13 +55,14 @@ def _prepare_broadcast(ctx: OpContext):
 
 def _compared(ctx: OpContext, index: int) -> np.ndarray:
     """Values of input ``index`` as the comparisons see them: binary32 real values
-    ``float32(q - zeroPoint) * float32(scale)`` for TENSOR_QUANT8_ASYMM, booleans for
+    ``float32(q - zeroPoint) * float32(scale)`` for TENSOR_QUANT8_ASYMM and
+    TENSOR_QUANT8_ASYMM_SIGNED, booleans for
     TENSOR_BOOL8, the stored values otherwise."""
     op = ctx.inputs[index]
     if op.type == BOOL8:
         return bool_values(ctx, index)
     v = ctx.value(index)
-    if op.type == Q8:
+    if op.type in QUANT8:
         return (v.astype(np.int32) - op.zero_point).astype(np.float32) * np.float32(op.scale)
     return v
 
@@ -70,8 +75,9 @@ def _comparison(fn):
 
 
 _COMPARISON_SIGS = tuple(
-    sig(3, [tensor("input0", t, ANY), tensor("input1", t, ANY)], [tensor("output", BOOL8, ANY)])
-    for t in (BOOL8, F16, F32, I32, Q8))
+    sig(level, [tensor("input0", t, ANY), tensor("input1", t, ANY)],
+        [tensor("output", BOOL8, ANY)])
+    for level, types in ((3, (BOOL8, F16, F32, I32, Q8)), (4, (Q8S,))) for t in types)
 
 for _op, _fn, _symbol in (
         (OperationType.EQUAL, np.equal, "=="),
@@ -124,15 +130,15 @@ def _prepare_select(ctx: OpContext):
 
 def _execute_select(ctx: OpContext):
     cond, out = bool_values(ctx, 0), ctx.outputs[0]
-    if out.type == Q8:
+    if out.type in QUANT8:
         return [from_float(out, np.where(cond, to_float(ctx.inputs[1]), to_float(ctx.inputs[2])))]
     return [np.where(cond, ctx.value(1), ctx.value(2))]
 
 
 register(OperationDef(
     OperationType.SELECT,
-    tuple(sig(3, [tensor("condition", BOOL8, ANY), tensor("input1", t, ANY),
-                  tensor("input2", t, ANY)], [tensor("output", t, ANY)])
-          for t in (F16, F32, I32, Q8)),
+    tuple(sig(level, [tensor("condition", BOOL8, ANY), tensor("input1", t, ANY),
+                      tensor("input2", t, ANY)], [tensor("output", t, ANY)])
+          for level, types in ((3, (F16, F32, I32, Q8)), (4, (Q8S,))) for t in types),
     _prepare_select, _execute_select,
     summary="condition ? input1 : input2, element-wise (same shapes)"))

@@ -16,8 +16,8 @@ Declared signatures (NNAPI ``types.spec``; AOSP ``common/types/operations/src/
   TENSOR_FLOAT32 (except the FL1 form).
 * FL4: the TENSOR_QUANT8_ASYMM_SIGNED twin of every FL1 quant8 signature above (ADD, MUL,
   RELU, RELU1, RELU6, LOGISTIC; DEQUANTIZE TENSOR_QUANT8_ASYMM_SIGNED -> TENSOR_FLOAT32
-  or TENSOR_FLOAT16); TENSOR_QUANT8_ASYMM_SIGNED SUB; TENSOR_INT32 ADD, MUL, SUB, DIV
-  (AOSP ``Broadcast.cpp``). DIV has no quantized form at any level.
+  or TENSOR_FLOAT16); TENSOR_QUANT8_ASYMM_SIGNED SUB and TANH; TENSOR_INT32 ADD, MUL,
+  SUB, DIV (AOSP ``Broadcast.cpp``, ``Activation.cpp``). DIV has no quantized form at any level.
 
 TENSOR_INT32 ADD/MUL/SUB/DIV (FL4): input 2 (activation) must be NONE (spec "For a
 TENSOR_INT32 tensor, the FusedActivationFunc must be NONE"; OperationError at validation
@@ -33,7 +33,8 @@ Quantization rules of the spec, for TENSOR_QUANT8_ASYMM and TENSOR_QUANT8_ASYMM_
 alike: MUL's output scale must be greater than the product of the input scales;
 RELU/RELU1/RELU6 output scale and zeroPoint equal the input's; LOGISTIC's output has scale
 1/256 and zeroPoint 0 (TENSOR_QUANT8_ASYMM) or -128 (TENSOR_QUANT8_ASYMM_SIGNED); TANH's
-TENSOR_QUANT8_ASYMM output (FL3) has scale 1/128 and zeroPoint 128. ADD's and SUB's
+TENSOR_QUANT8_ASYMM output (FL3) has scale 1/128 and zeroPoint 128, its
+TENSOR_QUANT8_ASYMM_SIGNED output (FL4) scale 1/128 and zeroPoint 0. ADD's and SUB's
 quantized inputs and output may all have different scales and zero points. Broadcasting
 (FL1+): trailing dimensions aligned, equal or one of them 1 (OperationError naming both
 input shapes otherwise).
@@ -60,6 +61,9 @@ MAX_RANK = 4
 
 #: LOGISTIC's required output zeroPoint per quantized type (scale 1/256 for both).
 LOGISTIC_OUTPUT_ZERO_POINT = {Q8: 0, Q8S: -128}
+
+#: TANH's required output zeroPoint per quantized type (scale 1/128 for both).
+TANH_OUTPUT_ZERO_POINT = {Q8: 128, Q8S: 0}
 
 
 # --- shared machinery (also used by comparison.py, math_ops.py, cast.py) ------------------
@@ -242,8 +246,9 @@ def _same_quant_validate(ctx: OpContext):
 
 def _fixed_quant_validate(scale: float, zero_points: dict):
     """LOGISTIC (scale 1/256; zeroPoint 0 for TENSOR_QUANT8_ASYMM, FL1, -128 for
-    TENSOR_QUANT8_ASYMM_SIGNED, FL4) and TANH (scale 1/128, zeroPoint 128 for
-    TENSOR_QUANT8_ASYMM, FL3): the quantized output's fixed scale and zeroPoint."""
+    TENSOR_QUANT8_ASYMM_SIGNED, FL4) and TANH (scale 1/128; zeroPoint 128 for
+    TENSOR_QUANT8_ASYMM, FL3, 0 for TENSOR_QUANT8_ASYMM_SIGNED, FL4): the quantized
+    output's fixed scale and zeroPoint."""
     def validate(ctx: OpContext):
         out = ctx.outputs[0]
         if out.type in zero_points:
@@ -274,8 +279,9 @@ for _op, _fn, _sigs, _summary, _validate in (
          "clamp(x, 0, 6)", _same_quant_validate),
         (OperationType.LOGISTIC, _sigmoid, _Q_ACTIVATION_SIGS, "1 / (1 + exp(-x))",
          _fixed_quant_validate(1.0 / 256, LOGISTIC_OUTPUT_ZERO_POINT)),
-        (OperationType.TANH, np.tanh, unary_sigs(1, (F32,)) + unary_sigs(3, (F16, Q8)),
-         "tanh(x)", _fixed_quant_validate(1.0 / 128, {Q8: 128})),
+        (OperationType.TANH, np.tanh,
+         unary_sigs(1, (F32,)) + unary_sigs(3, (F16, Q8)) + unary_sigs(4, (Q8S,)),
+         "tanh(x)", _fixed_quant_validate(1.0 / 128, TANH_OUTPUT_ZERO_POINT)),
         (OperationType.FLOOR, np.floor, unary_sigs(1, (F32,)) + unary_sigs(3, (F16,)),
          "floor(x)", None),
         (OperationType.DEQUANTIZE, lambda x: x, _DEQUANTIZE_SIGS, "(q - zeroPoint) * scale",

@@ -1,22 +1,22 @@
 """Element-wise math of feature level 3: the unary ABS (38), EXP (49), LOG (60), NEG (67),
 RSQRT (83), SIN (85), SQRT (88), and the broadcasting binary POW (70), MAXIMUM (65),
-MINIMUM (66), PRELU (71).
+MINIMUM (66), PRELU (71), with their FL4 and FL7 forms.
 
-Declared signatures (all FL3; NNAPI ``types.spec`` and AOSP ``common/types/operations/src/
-{Elementwise,Neg,Pow,MaximumMinimum,PRelu}.cpp`` for the levels):
+Declared signatures (FL3 unless said; NNAPI ``types.spec`` and AOSP
+``common/types/operations/src/{Elementwise,Neg,Pow,MaximumMinimum,PRelu}.cpp`` for the
+levels):
 
 * ABS, EXP, LOG, RSQRT, SIN, SQRT: TENSOR_FLOAT16 or TENSOR_FLOAT32 -> the same type.
-  (TENSOR_INT32 ABS is FL4 and quant8 RSQRT FL7: not declared.)
+  FL4: TENSOR_INT32 ABS. FL7 (AIDL V3, Android 13): TENSOR_QUANT8_ASYMM and
+  TENSOR_QUANT8_ASYMM_SIGNED RSQRT, whose output may have its own scale and zeroPoint.
 * NEG: TENSOR_FLOAT16, TENSOR_FLOAT32 or TENSOR_INT32 -> the same type.
 * POW(base, exponent): TENSOR_FLOAT16 or TENSOR_FLOAT32, both inputs and the output of
   one type.
 * MAXIMUM, MINIMUM(input0, input1): TENSOR_FLOAT16, TENSOR_FLOAT32, TENSOR_INT32 or
-  TENSOR_QUANT8_ASYMM; for TENSOR_QUANT8_ASYMM the inputs and output may each have their
-  own scale and zeroPoint.
-* PRELU(input, alpha): TENSOR_FLOAT16, TENSOR_FLOAT32 or TENSOR_QUANT8_ASYMM (own scale and
-  zeroPoint for input, alpha and output).
-* Not declared: the TENSOR_QUANT8_ASYMM_SIGNED forms of MAXIMUM, MINIMUM, PRELU (FL4,
-  issue 8).
+  TENSOR_QUANT8_ASYMM; FL4: TENSOR_QUANT8_ASYMM_SIGNED. For the quant8 types the inputs
+  and output may each have their own scale and zeroPoint.
+* PRELU(input, alpha): TENSOR_FLOAT16, TENSOR_FLOAT32 or TENSOR_QUANT8_ASYMM; FL4:
+  TENSOR_QUANT8_ASYMM_SIGNED (own scale and zeroPoint for input, alpha and output).
 
 Shapes: every tensor has rank >= 1 ("Supported tensor rank: from 1"; no upper bound, as
 AOSP's ``prepare`` sets none). Unary outputs have the input's shape; POW, MAXIMUM, MINIMUM
@@ -30,9 +30,11 @@ sqrt(x), POW base^exponent, MAXIMUM/MINIMUM the larger/smaller element, PRELU
 result is the IEEE one of the C library (LOG of a negative: NaN, of 0: -inf; RSQRT of 0:
 inf), as in AOSP. TENSOR_FLOAT32 is computed in float32; TENSOR_FLOAT16 in float64 with one
 rounding cast (:mod:`.common` policy); TENSOR_INT32 NEG in int32 (wrapping: -(-2^31) is
--2^31, the two's-complement result AOSP's kernel gives); quant8 inputs are dequantized and
-the result requantized to the output's scale and zeroPoint (round half away from zero,
-saturate). AOSP requantizes MAXIMUM/MINIMUM inputs before comparing, and computes PRELU in
+-2^31, the two's-complement result AOSP's kernel gives) and TENSOR_INT32 ABS likewise
+(|-2^31| wraps to -2^31); quant8 inputs are dequantized and the result requantized to the
+output's scale and zeroPoint (round half away from zero, saturate), as AOSP's
+``makeQuantized`` does for RSQRT (a negative real input, NaN, gives the type's maximum as
+AOSP's ``std::min(max, NaN)`` does; 0 gives +inf, saturated to the maximum). AOSP requantizes MAXIMUM/MINIMUM inputs before comparing, and computes PRELU in
 fixed point: the results agree within the one quantum the criteria allow (requantization
 is monotonic).
 """
@@ -42,8 +44,9 @@ import numpy as np
 
 from ..types import OperationType
 from .base import OpContext, OperationDef, register, sig, tensor
-from .elementwise import (F16, F32, I32, Q8, binary_execute, broadcast_shape, same_shape,
-                          unary_execute, unary_sigs)
+from .common import from_float
+from .elementwise import (F16, F32, I32, Q8, Q8S, binary_execute, broadcast_shape, real,
+                          same_shape, unary_execute, unary_sigs)
 
 ANY = None  # tensor rank: from 1, no upper bound
 
@@ -62,21 +65,40 @@ def _rsqrt(x):
     return 1 / np.sqrt(x)
 
 
-for _op, _fn, _types, _summary in (
-        (OperationType.ABS, np.abs, (F16, F32), "|x|"),
-        (OperationType.EXP, np.exp, (F16, F32), "e^x"),
-        (OperationType.LOG, np.log, (F16, F32), "ln(x)"),
-        (OperationType.NEG, np.negative, (F16, F32, I32), "-x"),
-        (OperationType.RSQRT, _rsqrt, (F16, F32), "1 / sqrt(x)"),
-        (OperationType.SIN, np.sin, (F16, F32), "sin(x)"),
-        (OperationType.SQRT, np.sqrt, (F16, F32), "sqrt(x)")):
-    register(OperationDef(_op, unary_sigs(3, _types, ANY), _prepare_unary, unary_execute(_fn),
-                          summary=_summary))
+def _execute_rsqrt(ctx: OpContext):
+    """RSQRT: ``1 / sqrt(x)``; float types through :func:`.elementwise.unary_execute`,
+    quant8 types (FL7) on dequantized values, requantized to the output with NaN (negative
+    input) stored as the type's maximum (module docstring). Returns the output array."""
+    if ctx.inputs[0].type in (Q8, Q8S):
+        with np.errstate(all="ignore"):
+            y = _rsqrt(real(ctx, 0))
+        return [from_float(ctx.outputs[0], np.where(np.isnan(y), np.inf, y))]
+    return _float_rsqrt(ctx)
 
 
-def _binary_sigs(types, names=("input0", "input1")):
-    return tuple(sig(3, [tensor(names[0], t, ANY), tensor(names[1], t, ANY)],
-                     [tensor("output", t, ANY)]) for t in types)
+_float_rsqrt = unary_execute(_rsqrt)
+
+for _op, _fn, _sigs, _summary in (
+        (OperationType.ABS, unary_execute(np.abs),
+         unary_sigs(3, (F16, F32), ANY) + unary_sigs(4, (I32,), ANY), "|x|"),
+        (OperationType.EXP, unary_execute(np.exp), unary_sigs(3, (F16, F32), ANY), "e^x"),
+        (OperationType.LOG, unary_execute(np.log), unary_sigs(3, (F16, F32), ANY), "ln(x)"),
+        (OperationType.NEG, unary_execute(np.negative), unary_sigs(3, (F16, F32, I32), ANY),
+         "-x"),
+        (OperationType.RSQRT, _execute_rsqrt,
+         unary_sigs(3, (F16, F32), ANY) + unary_sigs(7, (Q8, Q8S), ANY), "1 / sqrt(x)"),
+        (OperationType.SIN, unary_execute(np.sin), unary_sigs(3, (F16, F32), ANY), "sin(x)"),
+        (OperationType.SQRT, unary_execute(np.sqrt), unary_sigs(3, (F16, F32), ANY),
+         "sqrt(x)")):
+    register(OperationDef(_op, _sigs, _prepare_unary, _fn, summary=_summary))
+
+
+def _binary_sigs(types, names=("input0", "input1"), fl4_types=(Q8S,)):
+    """FL3 signatures for ``types`` and FL4 ones for ``fl4_types``: two inputs and the
+    output of one type, any rank >= 1."""
+    return tuple(sig(level, [tensor(names[0], t, ANY), tensor(names[1], t, ANY)],
+                     [tensor("output", t, ANY)])
+                 for level, ts in ((3, types), (4, fl4_types)) for t in ts)
 
 
 def _prelu(x, alpha):
@@ -84,7 +106,7 @@ def _prelu(x, alpha):
 
 
 for _op, _fn, _sigs, _summary in (
-        (OperationType.POW, np.power, _binary_sigs((F16, F32), ("base", "exponent")),
+        (OperationType.POW, np.power, _binary_sigs((F16, F32), ("base", "exponent"), ()),
          "base ^ exponent with broadcasting"),
         (OperationType.MAXIMUM, np.maximum, _binary_sigs((F16, F32, I32, Q8)),
          "max(input0, input1) with broadcasting"),
