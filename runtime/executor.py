@@ -134,7 +134,9 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
                 raise HalError(ErrorStatus.GENERAL_FAILURE,
                                f"{where}: output {j} (operand {idx}) has shape {list(shape)}, "
                                f"the model declares {list(declared)}")
-            values[idx] = np.ascontiguousarray(result, dtype=_dtype(sg.operands[idx].type, dtypes))
+            # asarray(order="C"), not ascontiguousarray, which would make a scalar output
+            # (RANK's INT32) 1-D
+            values[idx] = np.asarray(result, dtype=_dtype(sg.operands[idx].type, dtypes), order="C")
             dims_of[idx] = shape
     return [values[idx] for idx in sg.output_indexes]
 
