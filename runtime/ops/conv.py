@@ -1,5 +1,5 @@
 """Convolutions: CONV_2D (3), DEPTHWISE_CONV_2D (4) and GROUPED_CONV_2D (55), feature levels
-1-3, and the FL4 quant8-signed twins of the FL1 forms of CONV_2D and DEPTHWISE_CONV_2D.
+1-4 (FL4: the TENSOR_QUANT8_ASYMM_SIGNED forms; nothing new at FL5+).
 
 Shapes. Input [batches, height, width, depth_in] (NHWC) or, with the layout flag true,
 [batches, depth_in, height, width] (NCHW); the output [batches, out_height, out_width,
@@ -36,8 +36,12 @@ Types (input, filter, bias, output):
   DEPTHWISE_CONV_2D) and a TENSOR_INT32 bias whose value ``i`` has scale
   input_scale * filter_scale[i] (its own scale is ignored; zeroPoint 0); the layout flag and
   dilation forms of every FL1/FL3 type; all of GROUPED_CONV_2D.
-- FL4: TENSOR_QUANT8_ASYMM_SIGNED twins of the FL1 forms (7/10 and 8/11 inputs) of
-  CONV_2D and DEPTHWISE_CONV_2D (the other FL4 forms: issue 8).
+- FL4: TENSOR_QUANT8_ASYMM_SIGNED input/output with a TENSOR_QUANT8_ASYMM_SIGNED filter
+  (TENSOR_INT32 bias of scale input_scale * filter_scale, zeroPoint 0) or with a
+  TENSOR_QUANT8_SYMM_PER_CHANNEL filter (same channelDim and bias rules as the FL3
+  per-channel row), in every form: explicit/implicit padding, layout flag, dilation (all
+  FL4: AOSP ``validate`` gives a quant8-signed input feature level 4 whatever the other
+  inputs), and both GROUPED_CONV_2D forms.
 
 Errors (OperationError naming the input and rule): ranks (input and filter 4-D, bias
 1-D); height, width, depth_in, depth_out 0; CONV_2D filter depth != depth_in;
@@ -52,7 +56,7 @@ or whose zeroPoint is not 0, a per-channel filter with the wrong channelDim or w
 scales, a per-channel bias with a zeroPoint other than 0.
 
 Sources: NNAPI ``types.spec`` / ``NeuralNetworksTypes.h`` (CONV_2D and DEPTHWISE_CONV_2D
-FL1, their FL3 additions; GROUPED_CONV_2D FL3), AOSP ``common/types/operations/src/
+FL1, their FL3 and FL4 additions; GROUPED_CONV_2D FL3, its FL4 signed forms), AOSP ``common/types/operations/src/
 {Conv2D,DepthwiseConv2D,GroupedConv2D}.cpp`` (``validate``: operand counts, layout/dilation
 detection, per-channel channelDim, feature levels) and the AOSP CPU ``prepare`` of
 ``common/cpu_operations/Conv2D.cpp``, ``DepthwiseConv2D.cpp`` and
@@ -99,11 +103,12 @@ MAX_MACS = 1 << 28
 #: convolutions are computed in chunks of output positions (and of batches).
 MAX_PATCH_ELEMENTS = 1 << 22
 
-#: (feature level, input, filter, bias) type rows of the convolutions. The FL4 row has no
-#: layout/dilation forms here (issue 8).
+#: (feature level, input, filter, bias) type rows of the convolutions (a form with the
+#: layout flag or dilation is at least FL3; GROUPED_CONV_2D and TRANSPOSE_CONV_2D at least
+#: FL3 for every row).
 TYPE_ROWS_FL1 = ((1, F32, F32, F32), (1, Q8, Q8, I32))
 TYPE_ROWS_FL3 = ((3, F16, F16, F16), (3, Q8, PER_CHANNEL, I32))
-TYPE_ROWS_FL4 = ((4, Q8S, Q8S, I32),)
+TYPE_ROWS_FL4 = ((4, Q8S, Q8S, I32), (4, Q8S, PER_CHANNEL, I32))
 
 
 # --- the kernel --------------------------------------------------------------------------
@@ -219,8 +224,9 @@ def optional_flag(ctx: OpContext, index: int) -> bool:
 # --- signatures ---------------------------------------------------------------------------
 
 def _conv_signatures(depthwise: bool):
-    """CONV_2D / DEPTHWISE_CONV_2D: per type row, explicit and implicit padding; FL1 and FL3
-    rows also with the optional layout flag, and with layout + dilation (width, height)."""
+    """CONV_2D / DEPTHWISE_CONV_2D: per type row, explicit and implicit padding, also with
+    the optional layout flag, and with layout + dilation (width, height); those two forms
+    are FL3 for the FL1/FL3 rows and FL4 for the quant8-signed rows (AOSP ``validate``)."""
     sigs = []
     for level, t, filter_t, bias_t in TYPE_ROWS_FL1 + TYPE_ROWS_FL3 + TYPE_ROWS_FL4:
         for explicit in (True, False):
@@ -231,25 +237,25 @@ def _conv_signatures(depthwise: bool):
             inputs.append(scalar("activation", T.INT32))
             outputs = [tensor("output", t, (4,))]
             sigs.append(sig(level, inputs, outputs))
-            if level <= 3:
-                layout = scalar("layout", T.BOOL, optional=True)
-                dilation = [scalar("dilation_width", T.INT32, optional=True),
-                            scalar("dilation_height", T.INT32, optional=True)]
-                sigs.append(sig(3, inputs + [layout], outputs))
-                sigs.append(sig(3, inputs + [layout, *dilation], outputs))
+            layout = scalar("layout", T.BOOL, optional=True)
+            dilation = [scalar("dilation_width", T.INT32, optional=True),
+                        scalar("dilation_height", T.INT32, optional=True)]
+            sigs.append(sig(max(level, 3), inputs + [layout], outputs))
+            sigs.append(sig(max(level, 3), inputs + [layout, *dilation], outputs))
     return tuple(sigs)
 
 
 def _grouped_signatures():
-    """GROUPED_CONV_2D (FL3): explicit (12 inputs) and implicit (9) padding, layout last."""
+    """GROUPED_CONV_2D: explicit (12 inputs) and implicit (9) padding, layout last; FL3 for
+    the FL1/FL3 type rows, FL4 for the quant8-signed rows."""
     sigs = []
-    for _, t, filter_t, bias_t in TYPE_ROWS_FL1 + TYPE_ROWS_FL3:
+    for level, t, filter_t, bias_t in TYPE_ROWS_FL1 + TYPE_ROWS_FL3 + TYPE_ROWS_FL4:
         for explicit in (True, False):
             inputs = [tensor("input", t, (4,)), tensor("filter", filter_t, (4,)),
                       tensor("bias", bias_t, (1,)), *window_args(explicit),
                       scalar("num_groups", T.INT32), scalar("activation", T.INT32),
                       scalar("layout", T.BOOL)]
-            sigs.append(sig(3, inputs, [tensor("output", t, (4,))]))
+            sigs.append(sig(max(level, 3), inputs, [tensor("output", t, (4,))]))
     return tuple(sigs)
 
 

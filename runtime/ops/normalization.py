@@ -1,17 +1,21 @@
 """Normalization operations: SOFTMAX, L2_NORMALIZATION and LOCAL_RESPONSE_NORMALIZATION
-(feature levels 1-3, and SOFTMAX's FL4 quant8-signed twin of its FL1 quant8 form).
+(feature levels 1-4; FL4 brings the TENSOR_QUANT8_ASYMM_SIGNED forms of SOFTMAX and
+L2_NORMALIZATION, nothing is new at FL5+).
 
 SOFTMAX (25). FL1: TENSOR_FLOAT32 and TENSOR_QUANT8_ASYMM input of rank 2 or 4 and a FLOAT32
 beta. FL3: the same types at ranks 1-4, TENSOR_FLOAT16 (FLOAT16 beta) at ranks 1-4, and
 each of the three with an optional INT32 ``axis`` (input 2, default -1, range
-[-rank, rank)). FL4: TENSOR_QUANT8_ASYMM_SIGNED at rank 2 or 4 (the FL4 forms with other
-ranks or an axis are issue 8). Output: same shape and type; a TENSOR_QUANT8_ASYMM output has
+[-rank, rank)). FL4: TENSOR_QUANT8_ASYMM_SIGNED (FLOAT32 beta) at ranks 1-4, with or
+without the axis (AOSP ``softmax::validate``: the signed type is FL4 whatever the rank or
+input count). Output: same shape and type; a TENSOR_QUANT8_ASYMM output has
 scale 1/256 and zeroPoint 0, a TENSOR_QUANT8_ASYMM_SIGNED one scale 1/256 and zeroPoint
 -128. Zero-sized inputs (e.g. zero batches from BOX_WITH_NMS_LIMIT) give an empty output.
 
 L2_NORMALIZATION (11). FL1: TENSOR_FLOAT32 of rank 4. FL3: TENSOR_FLOAT32, TENSOR_FLOAT16
 and TENSOR_QUANT8_ASYMM at ranks 1-4, each also with an optional INT32 ``axis`` (input 1,
-default -1). A TENSOR_QUANT8_ASYMM output has scale 1/128 and zeroPoint 128.
+default -1). A TENSOR_QUANT8_ASYMM output has scale 1/128 and zeroPoint 128. FL4:
+TENSOR_QUANT8_ASYMM_SIGNED at ranks 1-4, with or without the axis; its output has scale
+1/128 and zeroPoint 0. Since FL4 the spec defines an all-zero slice's result as zero.
 
 LOCAL_RESPONSE_NORMALIZATION (13). Inputs: input, radius (INT32), bias, alpha, beta.
 FL1: TENSOR_FLOAT32 of rank 4 with FLOAT32 scalars. FL3: TENSOR_FLOAT32 at ranks 1-4,
@@ -21,7 +25,7 @@ TENSOR_FLOAT16 at ranks 1-4 with FLOAT16 scalars, each also with an optional INT
 Which level a use needs comes from its lowest matching signature, as AOSP's ``validate``
 of each operation computes it (``common/types/operations/src/{Softmax,L2Normalization,
 LocalResponseNormalization}.cpp``): a rank other than the FL1 ones, an axis input or a
-TENSOR_FLOAT16 / L2 quant8 operand make it FL3.
+TENSOR_FLOAT16 / L2 quant8 operand make it FL3, a TENSOR_QUANT8_ASYMM_SIGNED operand FL4.
 
 Errors (OperationError, i.e. GENERAL_FAILURE, naming the input): rank outside 1-4; axis out
 of [-rank, rank); SOFTMAX beta <= 0 (spec: "positive scaling factor"; AOSP prepare);
@@ -55,7 +59,8 @@ from .common import from_float, read_axis, to_float
 __all__ = ["softmax", "l2_normalization", "local_response_normalization",
            "SOFTMAX_QUANT8_OUTPUT_SCALE", "SOFTMAX_QUANT8_OUTPUT_ZERO_POINT",
            "SOFTMAX_QUANT8_SIGNED_OUTPUT_ZERO_POINT", "L2_NORM_QUANT8_OUTPUT_SCALE",
-           "L2_NORM_QUANT8_OUTPUT_ZERO_POINT", "L2_NORM_EPSILON"]
+           "L2_NORM_QUANT8_OUTPUT_ZERO_POINT", "L2_NORM_QUANT8_SIGNED_OUTPUT_ZERO_POINT",
+           "L2_NORM_EPSILON"]
 
 T = OperandType
 F32, F16, Q8, Q8S = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM,
@@ -74,6 +79,10 @@ _SOFTMAX_OUTPUT_ZERO_POINT = {Q8: SOFTMAX_QUANT8_OUTPUT_ZERO_POINT,
 #: L2_NORMALIZATION TENSOR_QUANT8_ASYMM output quantization (FL3 spec): 1/128 and 128.
 L2_NORM_QUANT8_OUTPUT_SCALE = np.float32(1.0 / 128)
 L2_NORM_QUANT8_OUTPUT_ZERO_POINT = 128
+#: L2_NORMALIZATION TENSOR_QUANT8_ASYMM_SIGNED output (FL4 spec): scale 1/128, zeroPoint 0.
+L2_NORM_QUANT8_SIGNED_OUTPUT_ZERO_POINT = 0
+_L2_OUTPUT_ZERO_POINT = {Q8: L2_NORM_QUANT8_OUTPUT_ZERO_POINT,
+                         Q8S: L2_NORM_QUANT8_SIGNED_OUTPUT_ZERO_POINT}
 #: Lower bound of the L2 norm a slice is divided by (AOSP ``kEpsilon`` = 1e-6f).
 L2_NORM_EPSILON = float(np.float32(1e-6))
 
@@ -222,6 +231,8 @@ def _softmax_execute(ctx: OpContext) -> list[np.ndarray]:
 
 _SOFTMAX_FL3 = tuple(sig(3, [tensor("input", t, RANKS_1_4), scalar("beta", _FLOAT_SCALAR[t])],
                          [tensor("output", t, RANKS_1_4)]) for t in (F32, Q8, F16))
+_SOFTMAX_FL4 = (sig(4, [tensor("input", Q8S, RANKS_1_4), scalar("beta", T.FLOAT32)],
+                    [tensor("output", Q8S, RANKS_1_4)]),)
 register(OperationDef(
     OperationType.SOFTMAX,
     (
@@ -229,9 +240,7 @@ register(OperationDef(
             [tensor("output", F32, (2, 4))]),
         sig(1, [tensor("input", Q8, (2, 4)), scalar("beta", T.FLOAT32)],
             [tensor("output", Q8, (2, 4))]),
-        *_SOFTMAX_FL3, *_with_axis(_SOFTMAX_FL3),
-        sig(4, [tensor("input", Q8S, (2, 4)), scalar("beta", T.FLOAT32)],
-            [tensor("output", Q8S, (2, 4))]),
+        *_SOFTMAX_FL3, *_with_axis(_SOFTMAX_FL3), *_SOFTMAX_FL4, *_with_axis(_SOFTMAX_FL4, 4),
     ),
     _softmax_prepare, _softmax_execute, validate=_softmax_validate,
     summary="exp((x - max) * beta) / sum(exp((x - max) * beta)) along an axis (default last)"))
@@ -241,13 +250,14 @@ register(OperationDef(
 
 def _l2_validate(ctx: OpContext) -> None:
     """Model-time rules: a TENSOR_QUANT8_ASYMM output has scale 1/128 and zeroPoint 128
-    (spec, FL3); a constant axis lies in [-rank, rank)."""
+    (spec, FL3), a TENSOR_QUANT8_ASYMM_SIGNED one scale 1/128 and zeroPoint 0 (spec, FL4);
+    a constant axis lies in [-rank, rank)."""
     out = ctx.outputs[0]
-    if out.type == Q8:
-        check(np.float32(out.scale) == L2_NORM_QUANT8_OUTPUT_SCALE
-              and out.zero_point == L2_NORM_QUANT8_OUTPUT_ZERO_POINT,
-              f"L2_NORMALIZATION: output 0 (TENSOR_QUANT8_ASYMM) must have scale 1/128 and "
-              f"zeroPoint 128, got scale {out.scale} and zeroPoint {out.zero_point}")
+    if out.type in _L2_OUTPUT_ZERO_POINT:
+        zp = _L2_OUTPUT_ZERO_POINT[out.type]
+        check(np.float32(out.scale) == L2_NORM_QUANT8_OUTPUT_SCALE and out.zero_point == zp,
+              f"L2_NORMALIZATION: output 0 ({out.type.name}) must have scale 1/128 and "
+              f"zeroPoint {zp}, got scale {out.scale} and zeroPoint {out.zero_point}")
     _validate_axis(ctx, 1)
 
 
@@ -260,17 +270,19 @@ def _l2_prepare(ctx: OpContext) -> list[tuple[int, ...]]:
 
 def _l2_execute(ctx: OpContext) -> list[np.ndarray]:
     """x / max(sqrt(sum of squares along the axis), 1e-6) on real values in float64,
-    stored in the output type (quant8: scale 1/128, zeroPoint 128)."""
+    stored in the output type (quant8: scale 1/128, zeroPoint 128; quant8-signed: 1/128,
+    0)."""
     axis = _axis(ctx, 1, _check_rank(ctx))
     return [from_float(ctx.outputs[0], l2_normalization(to_float(ctx.inputs[0]), axis=axis))]
 
 
 _L2_FL3 = tuple(sig(3, [tensor("input", t, RANKS_1_4)], [tensor("output", t, RANKS_1_4)])
                 for t in (F32, F16, Q8))
+_L2_FL4 = (sig(4, [tensor("input", Q8S, RANKS_1_4)], [tensor("output", Q8S, RANKS_1_4)]),)
 register(OperationDef(
     OperationType.L2_NORMALIZATION,
     (sig(1, [tensor("input", F32, (4,))], [tensor("output", F32, (4,))]),
-     *_L2_FL3, *_with_axis(_L2_FL3)),
+     *_L2_FL3, *_with_axis(_L2_FL3), *_L2_FL4, *_with_axis(_L2_FL4, 4)),
     _l2_prepare, _l2_execute, validate=_l2_validate,
     summary="x / sqrt(sum x^2) along an axis (default the last)"))
 

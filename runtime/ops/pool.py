@@ -1,5 +1,5 @@
 """2-D pooling: AVERAGE_POOL_2D (1), L2_POOL_2D (12) and MAX_POOL_2D (17), feature levels
-1-3, and the FL4 quant8-signed twins of their FL1 forms.
+1-4 (FL4: the TENSOR_QUANT8_ASYMM_SIGNED forms; nothing new at FL5+).
 
 Inputs: a 4-D input [batches, height, width, depth], the padding (explicit: left, right,
 top, bottom; implicit: a PaddingCode), strides (width, height), filter width and height,
@@ -10,8 +10,9 @@ output is [batches, out_height, out_width, depth] in the input's layout.
 Types: FL1 TENSOR_FLOAT32 for all three, TENSOR_QUANT8_ASYMM for AVERAGE_POOL_2D and
 MAX_POOL_2D (output scale and zeroPoint equal to the input's). FL3: TENSOR_FLOAT16 for all
 three, and the layout flag for every FL1/FL3 type. FL4: TENSOR_QUANT8_ASYMM_SIGNED for
-AVERAGE_POOL_2D and MAX_POOL_2D without the flag (with it: issue 8). L2_POOL_2D has no
-quantized form (AOSP ``pooling::validate``).
+AVERAGE_POOL_2D and MAX_POOL_2D (output scale and zeroPoint equal to the input's), with
+and without the layout flag (AOSP ``pooling::validate``: the signed type makes the use
+FL4 whatever the input count). L2_POOL_2D has no quantized form.
 
 Errors (OperationError, naming the rule): input not 4-D, height/width/depth 0 (only
 batches may be 0: zero batches give an empty output), the window rules of
@@ -19,7 +20,8 @@ batches may be 0: zero batches give an empty output), the window rules of
 filter, output size > 0), a FuseCode out of 0-3; at model time a quantized output whose
 scale or zeroPoint differs from the input's.
 
-Semantics: NNAPI ``types.spec`` (FL1; FL3 for the layout flag and TENSOR_FLOAT16), the
+Semantics: NNAPI ``types.spec`` (FL1; FL3 for the layout flag and TENSOR_FLOAT16; FL4 for
+TENSOR_QUANT8_ASYMM_SIGNED), the
 level rules of AOSP ``pooling::validate`` (``common/types/operations/src/Pooling.cpp``)
 and the AOSP CPU ``prepare`` of ``Pooling.cpp``. Padded cells are not part of a window:
 the average and the L2 norm divide by the number of in-bounds cells. Kernels run in NHWC
@@ -47,7 +49,7 @@ FL3 = 3
 def _signatures(types_by_level):
     """Signatures per (feature level, types) entry and type: explicit padding (10 inputs)
     and implicit padding (7), each also (at FL3 at the earliest) with the optional BOOL
-    layout flag last (11 and 8 inputs), except for the FL4 quant8-signed twins."""
+    layout flag last (11 and 8 inputs)."""
     out = []
     for level, types in types_by_level:
         for t in types:
@@ -57,9 +59,8 @@ def _signatures(types_by_level):
                           scalar("activation", T.INT32)]
                 outputs = [tensor("output", t, (4,))]
                 out.append(sig(level, inputs, outputs))
-                if level <= FL3:
-                    out.append(sig(max(level, FL3),
-                                   inputs + [scalar("layout", T.BOOL, optional=True)], outputs))
+                out.append(sig(max(level, FL3),
+                               inputs + [scalar("layout", T.BOOL, optional=True)], outputs))
     return tuple(out)
 
 

@@ -1,4 +1,4 @@
-"""TRANSPOSE_CONV_2D (91, feature level 3): the transposed (fractionally strided) 2-D
+"""TRANSPOSE_CONV_2D (91, feature levels 3-4): the transposed (fractionally strided) 2-D
 convolution, the gradient of CONV_2D with respect to its input.
 
 Shapes. Input [batches, height, width, depth_in] (NHWC) or [batches, depth_in, height,
@@ -25,8 +25,10 @@ Types (input, filter, bias, output), all FL3: TENSOR_FLOAT32 x4; TENSOR_FLOAT16 
 TENSOR_QUANT8_ASYMM input, filter and output with a TENSOR_INT32 bias of scale
 input_scale * filter_scale and zeroPoint 0; TENSOR_QUANT8_ASYMM input/output with a
 TENSOR_QUANT8_SYMM_PER_CHANNEL filter (channelDim 0) and a TENSOR_INT32 bias whose value
-``i`` has scale input_scale * filter_scale[i] (zeroPoint 0). The FL4 quant8-signed forms
-are issue 8.
+``i`` has scale input_scale * filter_scale[i] (zeroPoint 0). FL4: the same two quantized
+rows with TENSOR_QUANT8_ASYMM_SIGNED input and output (filter TENSOR_QUANT8_ASYMM_SIGNED or
+TENSOR_QUANT8_SYMM_PER_CHANNEL), both padding forms (AOSP ``validate``: a quant8-signed
+input makes the use feature level 4).
 
 Errors (OperationError naming the input and rule): input and filter not 4-D, bias not 1-D;
 height, width, depth_in or depth_out 0; filter depth != depth_in; bias size != depth_out;
@@ -36,7 +38,8 @@ code other than SAME (1) or VALID (2); output height or width <= 0; a FuseCode o
 past the work bound (``conv.MAX_MACS``). At model time: the quantized bias and per-channel
 rules of ``conv.check_filter_quant``.
 
-Sources: NNAPI ``types.spec`` / ``NeuralNetworksTypes.h`` (TRANSPOSE_CONV_2D, FL3), AOSP
+Sources: NNAPI ``types.spec`` / ``NeuralNetworksTypes.h`` (TRANSPOSE_CONV_2D, FL3; signed
+FL4), AOSP
 ``common/types/operations/src/TransposeConv2D.cpp`` (``validate``: operand counts and types,
 per-channel channelDim 0) and the CPU ``prepare`` of ``common/cpu_operations/
 TransposeConv2D.cpp`` plus ``OperationsExecutionUtils`` (padding and output size).
@@ -58,17 +61,19 @@ from ..types import OperandType, OperationType, PaddingCode
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (apply_activation, check_fuse_code, from_float, from_nhwc, layout_dims,
                      nhwc_dims, to_float, to_nhwc)
-from .conv import (TYPE_ROWS_FL1, TYPE_ROWS_FL3, bias_real, check_filter_quant, check_work,
+from .conv import (TYPE_ROWS_FL1, TYPE_ROWS_FL3, TYPE_ROWS_FL4, bias_real, check_filter_quant, check_work,
                    window_conv)
 
 T = OperandType
 
 
 def _signatures():
-    """FL3 for every (input, filter, bias) type row: explicit padding (11 inputs) and
-    implicit padding with an output shape tensor (9 inputs), layout flag last."""
+    """Every (input, filter, bias) type row, FL3 (FL4 for the quant8-signed rows): explicit
+    padding (11 inputs) and implicit padding with an output shape tensor (9 inputs), layout
+    flag last."""
     sigs = []
-    for _, t, filter_t, bias_t in TYPE_ROWS_FL1 + TYPE_ROWS_FL3:
+    for level, t, filter_t, bias_t in TYPE_ROWS_FL1 + TYPE_ROWS_FL3 + TYPE_ROWS_FL4:
+        level = max(level, 3)
         head = [tensor("input", t, (4,)), tensor("filter", filter_t, (4,)),
                 tensor("bias", bias_t, (1,))]
         tail = [scalar("stride_width", T.INT32), scalar("stride_height", T.INT32),
@@ -76,9 +81,9 @@ def _signatures():
         outputs = [tensor("output", t, (4,))]
         explicit = [scalar(n, T.INT32) for n in
                     ("padding_left", "padding_right", "padding_top", "padding_bottom")]
-        sigs.append(sig(3, head + explicit + tail, outputs))
+        sigs.append(sig(level, head + explicit + tail, outputs))
         implicit = [tensor("output_shape", T.TENSOR_INT32, (1,)), scalar("padding_scheme", T.INT32)]
-        sigs.append(sig(3, head + implicit + tail, outputs))
+        sigs.append(sig(level, head + implicit + tail, outputs))
     return tuple(sigs)
 
 
