@@ -1,6 +1,20 @@
 """The CPU executor: runs a validated HAL model on a request with the operation table's
-reference kernels (the oracle every suite compares drivers against)."""
+reference kernels (the oracle every suite compares drivers against).
+
+Shapes are resolved at execution: every operation's ``prepare`` infers its output shapes
+from the actual input shapes, so temporaries and outputs declared with unknown dimensions
+(0) or an unknown rank (a tensor of rank 0) get their dimensions here, in the main subgraph
+and in referenced subgraphs alike. Control flow (IF, WHILE: :mod:`runtime.ops.control_flow`)
+runs referenced subgraphs through a runner (:class:`_Runner`) that passes values and their
+actual shapes in and out; nested control flow recurses (at most :data:`MAX_NESTING` deep).
+Each WHILE is bounded by the loop timeout (default 2 s, at most 15 s) and the execution
+deadline, both given to :func:`execute` or set for a whole driver call by
+:func:`execution_limits`; past either the execution fails with MISSED_DEADLINE_TRANSIENT.
+"""
 from __future__ import annotations
+
+import contextlib
+import contextvars
 
 import numpy as np
 
@@ -11,6 +25,7 @@ from .hal.types import Model, OutputShape, Request, Subgraph
 from .hal.validate import (MAX_OPERAND_BYTES, constant_value, merged_dimensions, operand_byte_size,
                            operand_view)
 from .ops.base import OpContext
+from .ops.control_flow import LOOP_TIMEOUT_DEFAULT_NS, LOOP_TIMEOUT_MAXIMUM_NS, LoopTimeoutError
 from .types import ErrorStatus, OperandLifeTime, OperationType, operand_dtype
 
 L = OperandLifeTime
@@ -18,6 +33,53 @@ L = OperandLifeTime
 #: (the kernels compute in float64, 8 bytes per element). A larger, valid model fails with
 #: GENERAL_FAILURE naming the operation, before anything is allocated.
 MAX_REFERENCE_ELEMENTS = 1 << 24
+#: Deepest nesting of control flow (IF/WHILE calling subgraphs that hold IF/WHILE ...) the
+#: executor follows; validation already rejects reference cycles, this bounds the rest.
+MAX_NESTING = 32
+
+#: (loop timeout ns or None, deadline ns or None) for executions that do not pass them.
+_LIMITS: contextvars.ContextVar = contextvars.ContextVar("nncts_execution_limits", default=(None, None))
+
+
+@contextlib.contextmanager
+def execution_limits(loop_timeout_ns: int | None = None, deadline_ns: int | None = None):
+    """Within this block, :func:`execute` calls that give no limits of their own use this
+    WHILE loop timeout (ns; None: the 2 s default, clamped to 15 s) and execution deadline
+    (absolute ``time.monotonic_ns()``; None: none). Drivers wrap their call of the executor
+    in it, so drivers that override how they call :func:`execute` keep the limits."""
+    token = _LIMITS.set((loop_timeout_ns, deadline_ns))
+    try:
+        yield
+    finally:
+        _LIMITS.reset(token)
+
+
+class _Runner:
+    """What a control-flow operation runs its referenced subgraphs with (see
+    :mod:`runtime.ops.control_flow`): ``call(index, values)`` runs ``model.referenced[index]``
+    on ``values`` ([(array or None, dims)], one per subgraph input) and returns its outputs;
+    ``loop_timeout_ns`` / ``deadline_ns`` bound WHILE loops."""
+
+    def __init__(self, model: Model, relaxed: bool, table, dtypes, loop_timeout_ns, deadline_ns, depth: int):
+        self.model, self.relaxed, self.table, self.dtypes = model, relaxed, table, dtypes
+        self.loop_timeout_ns, self.deadline_ns, self.depth = loop_timeout_ns, deadline_ns, depth
+
+    def call(self, index: int, values) -> list[np.ndarray]:
+        referenced = self.model.referenced
+        if not 0 <= index < len(referenced):
+            raise OperationError(f"subgraph reference {index} is out of range ({len(referenced)} referenced)")
+        sg = referenced[index]
+        if len(values) != len(sg.input_indexes):
+            raise OperationError(f"referenced subgraph {index} takes {len(sg.input_indexes)} inputs, "
+                                 f"got {len(values)}")
+        if self.depth >= MAX_NESTING:
+            raise OperationError(f"control flow nested more than {MAX_NESTING} deep")
+        try:
+            return run_subgraph(self.model, sg, list(values), self.relaxed, self.table, self.dtypes,
+                                loop_timeout_ns=self.loop_timeout_ns, deadline_ns=self.deadline_ns,
+                                _depth=self.depth + 1)
+        except HalError as e:
+            raise HalError(e.status, f"referenced subgraph {index}: {e.message}") from None
 
 
 def _dtype(operand_type, dtypes=None) -> np.dtype:
@@ -70,18 +132,26 @@ def _check_output_size(where: str, j: int, idx: int, operand_type, shape, dtypes
 
 
 def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | None, list[int]]],
-                 relaxed: bool = False, table=None, dtypes=None) -> list[np.ndarray]:
+                 relaxed: bool = False, table=None, dtypes=None, *, loop_timeout_ns: int | None = None,
+                 deadline_ns: int | None = None, _depth: int = 0) -> list[np.ndarray]:
     """Run ``sg`` given one (value or None if omitted, dims) per subgraph input, with the
     kernels of ``table`` (OperationType -> OperationDef; default: the operation table).
     A driver running extension operations puts their kernels in ``table`` under their int
-    codes and gives ``dtypes`` (extension operand type code -> numpy dtype).
+    codes and gives ``dtypes`` (extension operand type code -> numpy dtype). IF/WHILE run
+    ``model.referenced`` subgraphs; ``loop_timeout_ns`` (None: 2 s, clamped to 15 s) and
+    ``deadline_ns`` bound each WHILE.
 
     Returns one numpy array per subgraph output. Raises HalError(GENERAL_FAILURE) naming the
     operation when a kernel rejects its operands, a computed shape contradicts the model,
     an input bound with no value is not optional, or an inferred output shape is past the
     size bounds (2^31 - 1 bytes, :data:`MAX_REFERENCE_ELEMENTS`; checked before the kernel
-    allocates anything).
+    allocates anything); HalError(MISSED_DEADLINE_TRANSIENT) when a WHILE runs past the loop
+    timeout or the deadline.
     """
+    if loop_timeout_ns is None:
+        loop_timeout_ns = LOOP_TIMEOUT_DEFAULT_NS
+    loop_timeout_ns = min(max(int(loop_timeout_ns), 0), LOOP_TIMEOUT_MAXIMUM_NS)
+    runner = None
     values: dict[int, np.ndarray | None] = {}
     dims_of: dict[int, tuple[int, ...]] = {}
     omitted: set[int] = set()
@@ -109,17 +179,34 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
             raise HalError(ErrorStatus.GENERAL_FAILURE, f"{where}: no kernel for this operation")
         _check_omitted(where, opdef, operation, views_in, views_out)
         try:
-            shapes = [tuple(int(d) for d in s) for s in opdef.prepare(ctx)]
-            for j, (idx, shape) in enumerate(zip(operation.outputs, shapes)):
-                _check_output_size(where, j, idx, sg.operands[idx].type, shape, dtypes)
-            for view, shape in zip(views_out, shapes):
-                view.dims = shape
-            with np.errstate(all="ignore"):
-                results = opdef.execute(ctx)
+            if getattr(opdef, "run", None) is not None:  # control flow: run referenced subgraphs
+                if runner is None:
+                    runner = _Runner(model, relaxed, table, dtypes, loop_timeout_ns, deadline_ns, _depth)
+                results = opdef.run(ctx, runner)
+                if len(results) != len(operation.outputs):
+                    raise OperationError(f"gave {len(results)} values for {len(operation.outputs)} outputs")
+                shapes = [tuple(int(d) for d in np.shape(r)) for r in results]
+                results = [np.asarray(r) for r in results]
+                for j, (idx, shape) in enumerate(zip(operation.outputs, shapes)):
+                    _check_output_size(where, j, idx, sg.operands[idx].type, shape, dtypes)
+            else:
+                shapes = [tuple(int(d) for d in s) for s in opdef.prepare(ctx)]
+                for j, (idx, shape) in enumerate(zip(operation.outputs, shapes)):
+                    _check_output_size(where, j, idx, sg.operands[idx].type, shape, dtypes)
+                for view, shape in zip(views_out, shapes):
+                    view.dims = shape
+                with np.errstate(all="ignore"):
+                    results = opdef.execute(ctx)
+        except LoopTimeoutError as e:
+            raise HalError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, f"{where}: {e}") from None
         except OperationError as e:
             raise HalError(ErrorStatus.GENERAL_FAILURE, f"{where}: {e}") from None
-        except HalError:
+        except HalError as e:
+            if getattr(opdef, "run", None) is not None:
+                raise HalError(e.status, f"{where}: {e.message}", e.output_shapes) from None
             raise
+        except RecursionError:
+            raise HalError(ErrorStatus.GENERAL_FAILURE, f"{where}: control flow nested too deep") from None
         except Exception as e:  # a reference kernel bug must not crash the caller
             raise HalError(ErrorStatus.GENERAL_FAILURE,
                            f"{where}: reference kernel raised {type(e).__name__}: {e}") from e
@@ -141,15 +228,23 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
     return [values[idx] for idx in sg.output_indexes]
 
 
-def execute(model: Model, request: Request, table=None, dtypes=None) -> list[OutputShape]:
+def execute(model: Model, request: Request, table=None, dtypes=None, *,
+            loop_timeout_ns: int | None = None, deadline_ns: int | None = None) -> list[OutputShape]:
     """Run ``model`` (validated) on ``request`` (validated), writing outputs into the
     request's pools; ``table`` overrides the operation table's kernels (test drivers) and
     ``dtypes`` gives extension operand types their numpy dtypes (see :func:`run_subgraph`).
+    ``loop_timeout_ns`` / ``deadline_ns`` bound WHILE loops (None: those of the enclosing
+    :func:`execution_limits`, else a 2 s loop timeout and no deadline).
 
-    Returns one OutputShape per output. Raises HalError: GENERAL_FAILURE when an operation
-    fails; OUTPUT_INSUFFICIENT_SIZE (with ``output_shapes``) when an output buffer is too
-    small for the computed result.
+    Returns one OutputShape per output (the actual dimensions, inferred at execution). Raises
+    HalError: GENERAL_FAILURE when an operation fails; MISSED_DEADLINE_TRANSIENT when a WHILE
+    runs past the loop timeout or the deadline; OUTPUT_INSUFFICIENT_SIZE (with
+    ``output_shapes``, the actual dimensions) when an output buffer is too small for the
+    computed result.
     """
+    default_loop, default_deadline = _LIMITS.get()
+    loop_timeout_ns = default_loop if loop_timeout_ns is None else loop_timeout_ns
+    deadline_ns = default_deadline if deadline_ns is None else deadline_ns
     sg = model.main
     inputs = []
     for j, (arg, idx) in enumerate(zip(request.inputs, sg.input_indexes)):
@@ -160,7 +255,8 @@ def execute(model: Model, request: Request, table=None, dtypes=None) -> list[Out
         dims = merged_dimensions(f"request input {j}", operand, arg.dimensions)
         inputs.append((_read(request.pools[arg.location.pool_index], arg.location,
                              operand.type, dims, dtypes), dims))
-    results = run_subgraph(model, sg, inputs, model.relax_computation_float32_to_float16, table, dtypes)
+    results = run_subgraph(model, sg, inputs, model.relax_computation_float32_to_float16, table, dtypes,
+                           loop_timeout_ns=loop_timeout_ns, deadline_ns=deadline_ns)
     shapes, sufficient = [], True
     for arg, idx, result in zip(request.outputs, sg.output_indexes, results):
         data = result.tobytes()

@@ -7,7 +7,7 @@ import time
 from .. import ops
 from . import sample_cache
 from ..errors import HalError
-from ..executor import execute
+from ..executor import execute, execution_limits
 from ..hal.interfaces import IDevice, IPreparedModel
 from ..hal.types import Capabilities, Model, OutputShape, PerformanceInfo, Request, Timing
 from ..extensions import is_tensor_operand_type
@@ -28,7 +28,9 @@ class SamplePreparedModel(IPreparedModel):
                               loop_timeout_duration_ns=None) -> tuple[list[OutputShape], Timing]:
         """Validate ``request`` then run it on the reference executor (see IPreparedModel).
         MemoryDomainToken pools are first resolved to this device's buffers (see
-        :func:`runtime.drivers.buffers.resolve_request`)."""
+        :func:`runtime.drivers.buffers.resolve_request`). Each WHILE loop is bounded by
+        ``loop_timeout_duration_ns`` (None: 2 s; at most 15 s) and ``deadline_ns``: past
+        either, HalError(MISSED_DEADLINE_TRANSIENT)."""
         from .buffers import resolve_request
         request, buffers = resolve_request(self.device, self, request)
         with buffers:
@@ -36,7 +38,8 @@ class SamplePreparedModel(IPreparedModel):
             if deadline_ns is not None and time.monotonic_ns() >= deadline_ns:
                 raise HalError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline passed before execution")
             start = time.monotonic_ns()
-            shapes = self.device.run(self.model, request)
+            with execution_limits(loop_timeout_duration_ns, deadline_ns):
+                shapes = self.device.run(self.model, request)
             elapsed = time.monotonic_ns() - start
             buffers.written((shapes, None))
         timing = Timing(elapsed, elapsed) if measure == MeasureTiming.YES else Timing()
@@ -88,18 +91,23 @@ class SampleDevice(IDevice):
         return self.feature_level
 
     def get_capabilities(self) -> Capabilities:
-        """1.0 (the CPU itself) for every operand type some signature uses."""
-        types = {a.type for d in ops.REGISTRY.values() for s in d.signatures for a in s.inputs}
+        """1.0 (the CPU itself) for every operand type some signature uses (SUBGRAPH has
+        no figure of its own: IF and WHILE have ``if_performance`` / ``while_performance``)."""
+        types = {a.type for d in ops.REGISTRY.values() for s in d.signatures for a in s.inputs} - {OperandType.SUBGRAPH}
         perf = {t: PerformanceInfo(1.0, 1.0) for t in sorted(types)}
-        return Capabilities(PerformanceInfo(1.0, 1.0), PerformanceInfo(1.0, 1.0), perf)
+        return Capabilities(PerformanceInfo(1.0, 1.0), PerformanceInfo(1.0, 1.0), perf,
+                            PerformanceInfo(1.0, 1.0), PerformanceInfo(1.0, 1.0))
 
     def supports(self, model: Model, operation) -> bool:
         """Whether this device runs ``operation`` of the main subgraph: the operation table
-        has it and this use needs no feature level above :attr:`feature_level`."""
+        has it and this use needs no feature level above :attr:`feature_level`; for IF and
+        WHILE, every operation of the subgraphs they reference (nested ones included) too."""
+        return self._supports_in(model, model.main, operation, set())
+
+    def _supports_in(self, model: Model, sg, operation, seen: set) -> bool:
         opdef = ops.get(operation.type)
         if opdef is None:
             return False
-        sg = model.main
         ins = [operand_view(sg.operands[i], constant_value(model, sg.operands[i]),
                             sg.operands[i].lifetime == OperandLifeTime.NO_VALUE) for i in operation.inputs]
         outs = [operand_view(sg.operands[i]) for i in operation.outputs]
@@ -107,7 +115,19 @@ class SampleDevice(IDevice):
             level, _ = operation_feature_level(opdef, ins, outs, model.relax_computation_float32_to_float16)
         except HalError:
             return False
-        return level <= self.feature_level
+        if level > self.feature_level:
+            return False
+        for i in operation.inputs:
+            o = sg.operands[i]
+            if o.lifetime != OperandLifeTime.SUBGRAPH or o.location.offset in seen:
+                continue
+            if not 0 <= o.location.offset < len(model.referenced):
+                return False
+            seen.add(o.location.offset)  # each referenced subgraph checked once (no cycles)
+            ref = model.referenced[o.location.offset]
+            if not all(self._supports_in(model, ref, op, seen) for op in ref.operations):
+                return False
+        return True
 
     def get_supported_operations(self, model: Model) -> list[bool]:
         validate_model(model)

@@ -21,6 +21,7 @@ from .. import ops
 from ..errors import HalError, OperationError
 from ..extensions import extension_prefix, is_extension_type, is_tensor_operand_type, type_name
 from ..ops.base import OperandView, OpContext
+from ..ops.control_flow import ANY, AnyOperand
 from ..types import (ErrorStatus, OperandLifeTime, OperandType, OperationType,
                      is_quantized_type, is_tensor_type, operand_dtype, operand_element_size)
 from .types import Model, Operand, Request, Subgraph, SymmPerChannelQuantParams
@@ -205,6 +206,8 @@ def _signature_error(opdef, inputs, outputs, feature_level) -> str:
         if pos > best_pos:
             best, best_pos = s, pos
     if best is None:
+        if getattr(opdef, "arity", ""):  # control flow: variadic data inputs and outputs
+            return f"{opdef.arity}, got {len(inputs)} inputs and {len(outputs)} outputs"
         counts = sorted({(len(s.inputs), len(s.outputs)) for s in opdef.signatures
                          if s.feature_level <= feature_level})
         if opdef.variadic and opdef.variadic_index:
@@ -218,6 +221,8 @@ def _signature_error(opdef, inputs, outputs, feature_level) -> str:
     slot = best.inputs[best_pos] if best_pos < n_in else best.outputs[best_pos - n_in]
     view = inputs[best_pos] if best_pos < n_in else outputs[best_pos - n_in]
     kind = f"input {best_pos}" if best_pos < n_in else f"output {best_pos - n_in}"
+    if isinstance(slot, AnyOperand):
+        return f"{kind} ({slot.name}) has type {type_name(view.type)}; it may be {ANY}"
     if view.type != slot.type:
         return (f"{kind} ({slot.name}) has type {T(view.type).name}, expected {slot.type.name} "
                 f"[{best.describe()}]")
@@ -226,9 +231,12 @@ def _signature_error(opdef, inputs, outputs, feature_level) -> str:
 
 def constant_value(model: Model, operand: Operand, dtype=None) -> np.ndarray | None:
     """The numpy value of a CONSTANT_COPY / CONSTANT_REFERENCE operand (a view, not a
-    copy), shaped by its dimensions; None for other lifetimes. ``dtype`` overrides the
+    copy), shaped by its dimensions; for a SUBGRAPH operand the index of the referenced
+    subgraph it names (0-d uint32); None for other lifetimes. ``dtype`` overrides the
     operand type's (an extension type has none here: its driver supplies it)."""
     loc = operand.location
+    if operand.lifetime == L.SUBGRAPH:  # the index of the referenced subgraph (IF/WHILE)
+        return np.array(loc.offset, dtype=np.uint32)
     if operand.lifetime == L.CONSTANT_COPY:
         buf = model.operand_values
     elif operand.lifetime == L.CONSTANT_REFERENCE:
@@ -332,6 +340,58 @@ def _check_operation(where, op_type, operation, sg, model, feature_level) -> Non
     if level > feature_level:
         _fail(f"{where}: needs feature level {level} ({because}); validating for feature level "
               f"{feature_level}")
+    if getattr(opdef, "check_references", None) is not None:
+        _check_references(where, opdef, views_in, views_out, model)
+
+
+def _check_references(where, opdef, views_in, views_out, model: Model) -> None:
+    """The rules a control-flow operation (IF, WHILE) sets on the referenced subgraphs it
+    names (counts and compatible operands, :mod:`runtime.ops.control_flow`)."""
+    def io_of(index: int):
+        if not 0 <= index < len(model.referenced):
+            raise OperationError(f"subgraph reference {index} is out of range "
+                                 f"({len(model.referenced)} referenced subgraphs)")
+        sg = model.referenced[index]
+        return ([operand_view(sg.operands[i]) for i in sg.input_indexes],
+                [operand_view(sg.operands[i]) for i in sg.output_indexes])
+    try:
+        opdef.check_references(OpContext(opdef.type, views_in, views_out,
+                                         model.relax_computation_float32_to_float16), io_of)
+    except OperationError as e:
+        _fail(f"{where}: {e}")
+
+
+def subgraph_references(sg: Subgraph) -> list[int]:
+    """Indexes of the referenced subgraphs that ``sg``'s SUBGRAPH operands name."""
+    return [int(o.location.offset) for o in sg.operands if o.lifetime == L.SUBGRAPH]
+
+
+def _check_no_reference_cycles(model: Model) -> None:
+    """No referenced subgraph may reference itself, directly or through others (AOSP
+    ``checkNoReferenceCycles``); out-of-range references are left to the operand checks."""
+    n = len(model.referenced)
+    state = [0] * n  # 0 unvisited, 1 on the current path, 2 verified
+    for root in range(n):
+        if state[root]:
+            continue
+        stack = [(root, iter(subgraph_references(model.referenced[root])))]
+        state[root] = 1
+        path = [root]
+        while stack:
+            node, refs = stack[-1]
+            nxt = next((r for r in refs if 0 <= r < n and state[r] != 2), None)
+            if nxt is None:
+                state[node] = 2
+                stack.pop()
+                path.pop()
+                continue
+            if state[nxt] == 1:
+                cycle = path[path.index(nxt):] + [nxt]
+                _fail(f"referenced subgraph {nxt} references itself "
+                      f"({' -> '.join(f'subgraph {i}' for i in cycle)}); recursion is not allowed")
+            state[nxt] = 1
+            path.append(nxt)
+            stack.append((nxt, iter(subgraph_references(model.referenced[nxt]))))
 
 
 def operation_feature_level(opdef, views_in, views_out, relaxed: bool, where: str = "") -> tuple[int, str]:
@@ -364,8 +424,14 @@ def validate_model(model: Model, feature_level: int = 8) -> None:
         if not hasattr(pool, "buffer"):
             _fail(f"pool {i}: not a memory object")
     _extension_prefixes(model)
+    if model.referenced and feature_level < 4:
+        _fail(f"the model has {len(model.referenced)} referenced subgraphs; referenced subgraphs "
+              f"(IF/WHILE) need feature level 4, validating for feature level {feature_level}")
+    _check_no_reference_cycles(model)
     _check_subgraph("main", model.main, model, feature_level)
     for r, sg in enumerate(model.referenced):
+        if not sg.operations:
+            _fail(f"referenced subgraph {r}: has no operations")
         _check_subgraph(f"referenced subgraph {r}", sg, model, feature_level)
 
 
