@@ -1,4 +1,4 @@
-"""Element-wise kernels of feature level 3 (elementwise.py, math_ops.py, comparison.py,
+"""Element-wise kernels of feature levels 3+ (elementwise.py, math_ops.py, comparison.py,
 cast.py) on small cases. Each expected value is worked out by hand in a comment or comes
 from an independent numpy formula named where used."""
 import numpy as np
@@ -7,7 +7,7 @@ import pytest
 from runtime.errors import NnapiError, OperationError
 from runtime.ops import OperandView
 from runtime.types import FuseCode, OperandType as T, OperationType as Op
-from tests.util import act, const, inp, level, out, run_direct, run_op, view
+from tests.util import act, const, f16, f32, inp, level, out, run_direct, run_op, view
 
 F16, F32, I32, Q8, B8 = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32,
                          T.TENSOR_QUANT8_ASYMM, T.TENSOR_BOOL8)
@@ -292,3 +292,154 @@ def test_sub_quant8_signed():
     (o,) = run_op(Op.SUB, [inp(Q8S, np.int8([-100]), 0.5, -110), inp(Q8S, np.int8([3]), 1.0, 1),
                            act()], [out(Q8S, [1], 0.25, -8)])
     assert o.tolist() == [4]
+
+
+# --- FL4 activations: ELU, HARD_SWISH, quant8-signed TANH -----------------------------------
+
+def test_elu_float32_and_float16():
+    # ELU(x) = max(0, x) + min(0, alpha * (exp(x) - 1)); golden values from math.expm1:
+    # alpha 1: x = -1 -> expm1(-1) = -0.6321205588; 0 -> 0; 2 -> 2
+    import math
+    x = np.float32([-1, 0, 2])
+    (o,) = run_op(Op.ELU, [inp(F32, x), f32(1.0)], [out(F32, [3])])
+    np.testing.assert_allclose(o, [math.expm1(-1), 0, 2], rtol=1e-6)
+    # alpha 0.5 in float16: x = -2 -> 0.5 * expm1(-2) = -0.4323323584 -> nearest fp16
+    (o,) = run_op(Op.ELU, [inp(F16, np.float16([-2, 3])), f16(0.5)], [out(F16, [2])])
+    assert o.dtype == np.float16
+    assert o.tolist() == [float(np.float16(0.5 * math.expm1(-2))), 3.0]
+    views = [view(F16, np.float16([1])), view(T.FLOAT16, np.float16(1))]
+    assert level(Op.ELU, views, [OperandView(F16, (1,))]) == 4
+
+
+def test_elu_alpha_type_must_match_tensor_type():
+    # a TENSOR_FLOAT16 input takes a FLOAT16 alpha (spec): FLOAT32 alpha matches no signature
+    with pytest.raises(NnapiError):
+        run_op(Op.ELU, [inp(F16, np.float16([1])), f32(1.0)], [out(F16, [1])])
+
+
+def test_hard_swish_float32():
+    # x * clamp(x + 3, 0, 6) / 6: -4 -> -4*0/6 = 0; -3 -> 0; -1 -> -1*2/6 = -1/3;
+    # 0 -> 0; 1 -> 1*4/6 = 2/3; 3 -> 3*6/6 = 3; 4 -> 4*6/6 = 4
+    x = np.float32([-4, -3, -1, 0, 1, 3, 4])
+    (o,) = run_op(Op.HARD_SWISH, [inp(F32, x)], [out(F32, [7])])
+    np.testing.assert_allclose(o, [0, 0, -1 / 3, 0, 2 / 3, 3, 4], rtol=1e-6, atol=1e-7)
+
+
+def test_hard_swish_quant8_requantizes_to_output_scale():
+    # input scale 0.5, zp 128: q [120, 126, 134, 136] -> real [-4, -1, 3, 4]
+    # h-swish -> [0, -1/3, 3, 4]; output scale 0.25, zp 10: round(x / 0.25) + 10
+    # -> [0 + 10, round(-1.333) + 10 = 9, 12 + 10 = 22, 16 + 10 = 26]
+    (o,) = run_op(Op.HARD_SWISH, [inp(Q8, np.uint8([120, 126, 134, 136]), 0.5, 128)],
+                  [out(Q8, [4], 0.25, 10)])
+    assert o.tolist() == [10, 9, 22, 26]
+    # signed: scale 0.5, zp 0: q [-2, 2] -> [-1, 1] -> [-1/3, 2/3]; output scale 1/3, zp -5
+    # -> round(-1) - 5 = -6, round(2) - 5 = -3
+    (o,) = run_op(Op.HARD_SWISH, [inp(Q8S, np.int8([-2, 2]), 0.5, 0)],
+                  [out(Q8S, [2], 1 / 3, -5)])
+    assert o.tolist() == [-6, -3]
+
+
+def test_hard_swish_zero_sized_and_rank_5():
+    shapes, (o,) = run_direct(Op.HARD_SWISH, [OperandView(F32, (0, 3), value=np.zeros((0, 3), np.float32))],
+                              [OperandView(F32, (0, 0))])
+    assert shapes == [(0, 3)] and o.shape == (0, 3)
+    # rank 5 is allowed (no upper bound); -1 -> -1/3, 1 -> 2/3
+    x = np.float32([-1, 1]).reshape(1, 1, 1, 1, 2)
+    _, (o,) = run_direct(Op.HARD_SWISH, [view(F32, x)], [OperandView(F32, (0,) * 5)])
+    np.testing.assert_allclose(o.ravel(), [-1 / 3, 2 / 3], rtol=1e-6)
+
+
+def test_tanh_quant8_signed():
+    # input scale 0.5, zp 0: q [0, 2, -20] -> [0, 1, -10]; tanh -> [0, 0.761594156, -1.0]
+    # (numpy tanh as independent formula); output scale 1/128, zp 0:
+    # round(0.761594156 * 128 = 97.48) = 97; -1.0 * 128 = -128
+    (o,) = run_op(Op.TANH, [inp(Q8S, np.int8([0, 2, -20]), 0.5, 0)], [out(Q8S, [3], 1 / 128, 0)])
+    assert o.tolist() == [0, 97, -128]
+
+
+def test_tanh_quant8_signed_output_zero_point_must_be_0():
+    with pytest.raises(OperationError, match="scale 1/128 and zeroPoint 0"):
+        run_direct(Op.TANH, [view(Q8S, np.int8([0]), 0.5, 0)], [OperandView(Q8S, (1,), 1 / 128, 128)])
+
+
+# --- FL4 quant8-signed comparisons, SELECT, MAXIMUM, PRELU; QUANTIZE, CAST, ABS ---------------
+
+def test_comparisons_quant8_signed_compare_real_values():
+    # a: scale 0.5, zp -1: q [1, 3] -> [1.0, 2.0]; b: scale 1, zp 0: q [1, 1] -> [1.0, 1.0]
+    a, b = inp(Q8S, np.int8([1, 3]), 0.5, -1), inp(Q8S, np.int8([1, 1]), 1.0, 0)
+    (o,) = run_op(Op.GREATER, [a, b], [out(B8, [2])])
+    assert o.tolist() == [False, True]
+    (o,) = run_op(Op.EQUAL, [a, b], [out(B8, [2])])
+    assert o.tolist() == [True, False]
+    views = [view(Q8S, np.int8([1]), 0.5, -1), view(Q8S, np.int8([1]), 1.0, 0)]
+    assert level(Op.LESS, views, [OperandView(B8, (1,))]) == 4
+
+
+def test_select_quant8_signed_requantizes_chosen_value():
+    # input1 scale 0.5, zp 0: q 4 -> 2.0; input2 scale 1, zp -10: q -7 -> 3.0
+    # output scale 0.25, zp 0: [2.0 / 0.25, 3.0 / 0.25] = [8, 12]
+    (o,) = run_op(Op.SELECT, [inp(B8, np.bool_([True, False])), inp(Q8S, np.int8([4, 4]), 0.5, 0),
+                              inp(Q8S, np.int8([-7, -7]), 1.0, -10)], [out(Q8S, [2], 0.25, 0)])
+    assert o.tolist() == [8, 12]
+    views = [view(B8, np.bool_([True])), view(Q8S, np.int8([1]), 1.0, 0),
+             view(Q8S, np.int8([1]), 1.0, 0)]
+    assert level(Op.SELECT, views, [OperandView(Q8S, (1,), 1.0, 0)]) == 4  # spec, not AOSP's 3
+
+
+def test_maximum_minimum_prelu_quant8_signed():
+    # MAXIMUM: a scale 1: [-3, 5]; b scale 0.5: q [2, 2] -> [1, 1]; max -> [1, 5];
+    # output scale 0.5 -> [2, 10]; MINIMUM -> [-3, 1] -> [-6, 2]
+    a, b = inp(Q8S, np.int8([-3, 5]), 1.0, 0), inp(Q8S, np.int8([2, 2]), 0.5, 0)
+    (o,) = run_op(Op.MAXIMUM, [a, b], [out(Q8S, [2], 0.5, 0)])
+    assert o.tolist() == [2, 10]
+    (o,) = run_op(Op.MINIMUM, [a, b], [out(Q8S, [2], 0.5, 0)])
+    assert o.tolist() == [-6, 2]
+    # PRELU: x scale 0.5: q [-4, 6] -> [-2, 3]; alpha scale 0.25: q [1] -> 0.25
+    # -> [-2 * 0.25, 3] = [-0.5, 3]; output scale 0.5, zp 1 -> [-1 + 1, 6 + 1] = [0, 7]
+    (o,) = run_op(Op.PRELU, [inp(Q8S, np.int8([-4, 6]), 0.5, 0), inp(Q8S, np.int8([1]), 0.25, 0)],
+                  [out(Q8S, [2], 0.5, 1)])
+    assert o.tolist() == [0, 7]
+
+
+def test_quantize_to_quant8_signed_rounds_half_away_and_saturates():
+    # scale 0.5, zp -1: -1.0 / 0.5 = -2 -> -3; 0.25 / 0.5 = 0.5 -> 1 -> 0;
+    # -0.25 / 0.5 = -0.5 -> -1 -> -2; 100 / 0.5 = 200 -> 199 -> 127; -100 -> -201 -> -128
+    x = np.float32([-1.0, 0.25, -0.25, 100, -100])
+    (o,) = run_op(Op.QUANTIZE, [inp(F32, x)], [out(Q8S, [5], 0.5, -1)])
+    assert o.dtype == np.int8 and o.tolist() == [-3, 0, -2, 127, -128]
+
+
+def test_fl4_identity_casts_copy_stored_values():
+    # identity CAST copies the stored numbers, whatever the scale and zeroPoint
+    (o,) = run_op(Op.CAST, [inp(Q8S, np.int8([-128, 5, 127]), 0.5, 3)], [out(Q8S, [3], 0.5, 3)])
+    assert o.tolist() == [-128, 5, 127]
+    (o,) = run_op(Op.CAST, [inp(B8, np.bool_([True, False]))], [out(B8, [2])])
+    assert o.tolist() == [True, False]
+    q16 = T.TENSOR_QUANT16_SYMM
+    (o,) = run_op(Op.CAST, [inp(q16, np.int16([-32768, 7]), 0.1, 0)], [out(q16, [2], 0.1, 0)])
+    assert o.tolist() == [-32768, 7]
+    views = [view(B8, np.bool_([True]))]
+    assert level(Op.CAST, views, [OperandView(B8, (1,))]) == 4
+    with pytest.raises(NnapiError):  # only the identity cast exists for TENSOR_BOOL8
+        run_op(Op.CAST, [inp(B8, np.bool_([True]))], [out(F32, [1])])
+
+
+def test_abs_int32_is_feature_level_4():
+    # |[-3, 0, 7]| = [3, 0, 7]; |-2^31| wraps to -2^31 in int32 (two's complement)
+    (o,) = run_op(Op.ABS, [inp(I32, np.int32([-3, 0, 7, -2**31]))], [out(I32, [4])])
+    assert o.tolist() == [3, 0, 7, -2**31]
+    assert level(Op.ABS, [view(I32, np.int32([1]))], [OperandView(I32, (1,))]) == 4
+
+
+def test_rsqrt_quant8_is_feature_level_7():
+    # input scale 0.25, zp 0: q [16, 4, 1] -> [4, 1, 0.25]; 1/sqrt -> [0.5, 1, 2]
+    # output scale 0.125, zp 10 -> [4 + 10, 8 + 10, 16 + 10] = [14, 18, 26]
+    _, (o,) = run_direct(Op.RSQRT, [view(Q8, np.uint8([16, 4, 1]), 0.25, 0)],
+                         [OperandView(Q8, (3,), 0.125, 10)])
+    assert o.tolist() == [14, 18, 26]
+    # signed, scale 1, zp 0: q 0 -> 1/sqrt(0) = inf -> 127; q -4 -> NaN -> 127 (AOSP's
+    # std::min(127, NaN) is 127); q 4 -> 0.5 -> output scale 0.25, zp 0 -> 2
+    _, (o,) = run_direct(Op.RSQRT, [view(Q8S, np.int8([0, -4, 4]), 1.0, 0)],
+                         [OperandView(Q8S, (3,), 0.25, 0)])
+    assert o.tolist() == [127, 127, 2]
+    assert level(Op.RSQRT, [view(Q8S, np.int8([1]), 1.0, 0)], [OperandView(Q8S, (1,), 1.0, 0)]) == 7
