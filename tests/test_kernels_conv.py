@@ -1,12 +1,14 @@
 """Convolution and fully connected kernels of feature level 3 (GROUPED_CONV_2D,
-TRANSPOSE_CONV_2D, and the FL3 forms of CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED) on
-small cases. Every expected value is worked out by hand in a comment, or comes from the
-naive loop formulas ``naive_conv`` / ``naive_transpose_conv`` written here from the NNAPI
-definitions (independent of the kernel's gather/matmul code)."""
+TRANSPOSE_CONV_2D, and the FL3 forms of CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED), their
+FL4 TENSOR_QUANT8_ASYMM_SIGNED forms, and BATCH_MATMUL (FL6), on small cases. Every
+expected value is worked out by hand in a comment, or comes from the naive loop formulas
+``naive_conv`` / ``naive_transpose_conv`` written here from the NNAPI definitions
+(independent of the kernel's gather/matmul code)."""
 import numpy as np
 import pytest
 
 from runtime.errors import NnapiError, OperationError
+from runtime.ops import REGISTRY
 from runtime.ops.base import OperandView
 from runtime.types import FuseCode, OperandType as T, OperationType as Op, PaddingCode
 from tests.util import const, flag, i32, inp, level, out, run_direct, run_op, view
@@ -406,3 +408,154 @@ def test_quantized_bias_scale_rule_still_applies_to_per_tensor_filters():
         run_op(Op.TRANSPOSE_CONV_2D, [inp(Q8, x, 0.5, 10), const(Q8, np.full((1, 1, 1, 1), 4), 0.5, 0),
                                       const(I32, [0], 0.5, 0), i32(0), i32(0), i32(0), i32(0), i32(1),
                                       i32(1), i32(NONE), flag(False)], [out(Q8, [1, 1, 1, 1], 0.5, 10)])
+
+
+# --- feature level 4+: TENSOR_QUANT8_ASYMM_SIGNED forms, BATCH_MATMUL ---------------------------
+
+Q8S = T.TENSOR_QUANT8_ASYMM_SIGNED
+
+
+def test_conv_2d_quant8_signed_per_channel_nchw_with_dilation_is_feature_level_4():
+    # real x[i, j] = 3i + j (3x3, NCHW), input scale 0.5, zp -1 -> raw 2x - 1. 2x2 filters
+    # dilated by 2 read x[0, 0] = 0, x[0, 2] = 2, x[2, 0] = 6, x[2, 2] = 8 (VALID, 1x1 out).
+    # Per-channel filter (channelDim 0): channel 0 raw ones at scale 0.5 -> 0.5 * 16 = 8,
+    # bias raw 4 at 0.5 * 0.5 -> 1: total 9. Channel 1 raw [[2, 0], [0, -2]] at scale 0.25
+    # -> 0.5 * 0 - 0.5 * 8 = -4, bias raw -8 at 0.5 * 0.25 -> -1: total -5.
+    # Output scale 0.5, zp -1: 9 / 0.5 - 1 = 17; -5 / 0.5 - 1 = -11.
+    x = (2 * np.arange(9).reshape(1, 1, 3, 3) - 1).astype(np.int8)
+    f = np.array([[[1, 1], [1, 1]], [[2, 0], [0, -2]]], np.int8).reshape(2, 2, 2, 1)
+    filt = const(PC, f, channel_quant=([0.5, 0.25], 0))
+    args = [i32(0), i32(0), i32(0), i32(0), i32(1), i32(1), i32(NONE), flag(True), i32(2), i32(2)]
+    (o,) = run_op(Op.CONV_2D, [inp(Q8S, x, 0.5, -1), filt, const(I32, [4, -8]), *args],
+                  [out(Q8S, [1, 2, 1, 1], 0.5, -1)])
+    assert o.dtype == np.int8 and o.reshape(-1).tolist() == [17, -11]
+    views = [view(Q8S, x, 0.5, -1), view(PC, f, channel_quant=([0.5, 0.25], 0)), view(I32, [4, -8]),
+             *[iv(v) for v in (0, 0, 0, 0, 1, 1, NONE)], bv(True), iv(2), iv(2)]
+    assert level(Op.CONV_2D, views, [OperandView(Q8S, (1, 2, 1, 1), 0.5, -1)]) == 4
+    # the FL1-shaped signed form (7 inputs) is FL4 too; a signed input with an unsigned filter
+    # is no form of CONV_2D
+    assert level(Op.CONV_2D, views[:3] + [iv(VALID), iv(1), iv(1), iv(NONE)],
+                 [OperandView(Q8S, (1, 2, 1, 1), 0.5, -1)]) == 4
+    assert REGISTRY[Op.CONV_2D].match([views[0], view(Q8, f.astype(np.uint8), 0.5), *views[2:]],
+                                      [OperandView(Q8S, (1, 2, 1, 1), 0.5, -1)]) is None
+
+
+def test_depthwise_conv_2d_quant8_signed_per_channel_channel_dim_3():
+    # NHWC [1, 1, 2, 2] raw = real (scale 1, zp 0): pixel 0 (1, 2), pixel 1 (3, 4). Filter
+    # [1, 1, 2, 2], per-channel scales [1, 0.5] on dimension 3: channel 0 taps raw [1, 2] ->
+    # [1, 2]; channel 1 taps raw [2, -4] -> [1, -2]. VALID, multiplier 1: channel 0 1*1 + 3*2
+    # = 7; channel 1 2*1 + 4*(-2) = -6, plus bias raw 4 at 1 * 0.5 = 2 -> -4.
+    x = np.array([1, 2, 3, 4], np.int8).reshape(1, 1, 2, 2)
+    filt = const(PC, np.array([[1, 2], [2, -4]], np.int8).reshape(1, 1, 2, 2),
+                 channel_quant=([1.0, 0.5], 3))
+    (o,) = run_op(Op.DEPTHWISE_CONV_2D, [inp(Q8S, x, 1.0, 0), filt, const(I32, [0, 4]), i32(VALID),
+                                         i32(1), i32(1), i32(1), i32(NONE), flag(False)],
+                  [out(Q8S, [1, 1, 1, 2], 1.0, 0)])
+    assert o.reshape(-1).tolist() == [7, -4]
+
+
+def test_grouped_conv_2d_quant8_signed():
+    # input raw [2, 4, 6, 8] at scale 0.5 -> [1, 2, 3, 4]; 2 groups of 2 channels; filter
+    # (scale 1) output 0 [1, 1] on channels 0-1 -> 3, output 1 [1, -1] on channels 2-3 -> -1;
+    # bias raw [2, 0] at 0.5 * 1 -> [1, 0]: [4, -1]. Output scale 0.25, zp 10 -> [26, 6].
+    x = np.array([2, 4, 6, 8], np.int8).reshape(1, 1, 1, 4)
+    f = np.array([[1, 1], [1, -1]], np.int8).reshape(2, 1, 1, 2)
+    (o,) = run_op(Op.GROUPED_CONV_2D, [inp(Q8S, x, 0.5, 0), const(Q8S, f, 1.0, 0),
+                                       const(I32, [2, 0], 0.5, 0), i32(VALID), i32(1), i32(1), i32(2),
+                                       i32(NONE), flag(False)], [out(Q8S, [1, 1, 1, 2], 0.25, 10)])
+    assert o.reshape(-1).tolist() == [26, 6]
+    views = [view(Q8S, x, 0.5, 0), view(Q8S, f, 1.0, 0), view(I32, [2, 0], 0.5, 0),
+             *[iv(v) for v in (VALID, 1, 1, 2, NONE)], bv(False)]
+    assert level(Op.GROUPED_CONV_2D, views, [OperandView(Q8S, (1, 1, 1, 2), 0.25, 10)]) == 4
+
+
+def test_transpose_conv_2d_quant8_signed_per_channel():
+    # input raw [1, 2] (scale 1, zp 0) [1, 1, 2, 1]; filter [1, 1, 2, 1] raw [2, 4] at
+    # per-channel scale 0.5 -> [1, 2]; stride width 2: output width 2*2 + 2 - 2 = 4, input
+    # cell 0 scatters [1, 2] to columns 0-1, cell 1 [2, 4] to columns 2-3 -> [1, 2, 2, 4];
+    # bias raw 2 at 1 * 0.5 -> 1: [2, 3, 3, 5]. Output zp -3 (scale 1): [-1, 0, 0, 2].
+    x = np.array([1, 2], np.int8).reshape(1, 1, 2, 1)
+    filt = const(PC, np.array([2, 4], np.int8).reshape(1, 1, 2, 1), channel_quant=([0.5], 0))
+    (o,) = run_op(Op.TRANSPOSE_CONV_2D, [inp(Q8S, x, 1.0, 0), filt, const(I32, [2]), i32(0), i32(0),
+                                         i32(0), i32(0), i32(2), i32(1), i32(NONE), flag(False)],
+                  [out(Q8S, [1, 1, 4, 1], 1.0, -3)])
+    assert o.reshape(-1).tolist() == [-1, 0, 0, 2]
+
+
+def test_fully_connected_quant8_signed():
+    # input raw [0, 2] at scale 0.5, zp -2 -> [1, 2]; weights raw [[2, 2], [4, -2]] at 0.5 ->
+    # [[1, 1], [2, -1]]; bias raw [2, 0] at 0.25 -> [0.5, 0]: [1 + 2 + 0.5, 2 - 2] = [3.5, 0];
+    # output scale 0.5, zp 0 -> [7, 0].
+    x = np.array([[0, 2]], np.int8)
+    w = np.array([[2, 2], [4, -2]], np.int8)
+    (o,) = run_op(Op.FULLY_CONNECTED, [inp(Q8S, x, 0.5, -2), const(Q8S, w, 0.5, 0),
+                                       const(I32, [2, 0], 0.25, 0), i32(NONE)],
+                  [out(Q8S, [1, 2], 0.5, 0)])
+    assert o.tolist() == [[7, 0]]
+
+
+def _bmm(t, lhs, rhs, adj_x, adj_y, dims, scale=0.0, zp=0, lq=(0.0, 0), rq=(0.0, 0)):
+    (o,) = run_op(Op.BATCH_MATMUL, [inp(t, lhs, *lq), inp(t, rhs, *rq), flag(adj_x), flag(adj_y)],
+                  [out(t, dims, scale, zp)])
+    return o
+
+
+def test_batch_matmul_float32_with_and_without_adjoints():
+    # [[1, 2, 3], [4, 5, 6]] @ [[1, 0], [0, 1], [1, 1]] = [[1 + 3, 2 + 3], [4 + 6, 5 + 6]]
+    # = [[4, 5], [10, 11]]; the same with the LHS given transposed (adj_x) and the RHS given
+    # transposed (adj_y).
+    a = np.array([[[1, 2, 3], [4, 5, 6]]], np.float32)
+    b = np.array([[[1, 0], [0, 1], [1, 1]]], np.float32)
+    expected = [[[4, 5], [10, 11]]]
+    assert _bmm(F32, a, b, False, False, [1, 2, 2]).tolist() == expected
+    at, bt = a.transpose(0, 2, 1).copy(), b.transpose(0, 2, 1).copy()
+    assert _bmm(F32, at, b, True, False, [1, 2, 2]).tolist() == expected
+    assert _bmm(F32, a, bt, False, True, [1, 2, 2]).tolist() == expected
+    assert _bmm(F32, at, bt, True, True, [1, 2, 2]).tolist() == expected
+
+
+def test_batch_matmul_int32_batches_and_wraparound():
+    # two batches of 1x2 @ 2x1: [3, 1] . [4, 2] = 14; [-5, 0] . [6, 9] = -30.
+    a = np.array([[[3, 1]], [[-5, 0]]], np.int32)
+    b = np.array([[[4], [2]], [[6], [9]]], np.int32)
+    assert _bmm(I32, a, b, False, False, [2, 1, 1]).reshape(-1).tolist() == [14, -30]
+    # 65536 * 65536 + 1 * 5 = 2^32 + 5, wrapped modulo 2^32 (int32 accumulation) -> 5
+    a = np.array([[65536, 1]], np.int32)
+    b = np.array([[65536], [5]], np.int32)
+    assert _bmm(I32, a, b, False, False, [1, 1]).tolist() == [[5]]
+
+
+def test_batch_matmul_quant8_signed_and_float16():
+    # LHS raw [3, 5] at scale 0.5, zp 1 -> [1, 2]; RHS raw [4, -8] at 0.25 -> [1, -2]:
+    # 1 - 4 = -3; output scale 0.5, zp -1 -> -6 - 1 = -7.
+    a = np.array([[3, 5]], np.int8)
+    b = np.array([[4], [-8]], np.int8)
+    o = _bmm(Q8S, a, b, False, False, [1, 1], 0.5, -1, lq=(0.5, 1), rq=(0.25, 0))
+    assert o.dtype == np.int8 and o.tolist() == [[-7]]
+    # float16: [0.5, 1.5] . [2, 2] = 4
+    o = _bmm(F16, np.array([[0.5, 1.5]], np.float16), np.array([[2], [2]], np.float16), False,
+             False, [1, 1])
+    assert o.dtype == np.float16 and o.tolist() == [[4.0]]
+
+
+def test_batch_matmul_shape_errors_and_feature_level():
+    a = view(F32, np.ones((2, 2, 3)))
+    o = [OperandView(F32, ())]
+    with pytest.raises(OperationError, match=r"input 0 \(lhs\) \[2, 2, 3\] with adj_x False has 3 "
+                                             r"columns but input 1 \(rhs\) \[2, 2, 3\]"):
+        run_direct(Op.BATCH_MATMUL, [a, view(F32, np.ones((2, 2, 3))), bv(False), bv(False)], o)
+    with pytest.raises(OperationError, match=r"input 1 \(rhs\) \[3, 4\] must have the rank"):
+        run_direct(Op.BATCH_MATMUL, [a, view(F32, np.ones((3, 4))), bv(False), bv(False)], o)
+    with pytest.raises(OperationError, match="must have the batch dimensions"):
+        run_direct(Op.BATCH_MATMUL, [a, view(F32, np.ones((1, 3, 4))), bv(False), bv(False)], o)
+    with pytest.raises(OperationError, match="rows and columns must be > 0"):
+        run_direct(Op.BATCH_MATMUL, [view(F32, np.ones((2, 0))), view(F32, np.ones((0, 2))),
+                                     bv(False), bv(False)], o)
+    # adj_y: [2, 4, 3] read as [2, 3, 4] -> output [2, 2, 4]
+    (shape,), _ = run_direct(Op.BATCH_MATMUL, [a, view(F32, np.ones((2, 4, 3))), bv(False),
+                                               bv(True)], o)
+    assert shape == (2, 2, 4)
+    flags = [OperandView(T.BOOL, ()), OperandView(T.BOOL, ())]
+    for t in (F32, F16, I32, Q8S):
+        x = OperandView(t, (1, 2, 2), 0.5 if t == Q8S else 0.0)
+        assert level(Op.BATCH_MATMUL, [x, x, *flags], [x]) == 6

@@ -1,5 +1,6 @@
 """Pooling, resizing and normalization kernels of feature level 3 (FL3 forms of the FL1
-operations, RESIZE_NEAREST_NEIGHBOR, INSTANCE_NORMALIZATION, LOG_SOFTMAX) on small cases.
+operations, RESIZE_NEAREST_NEIGHBOR, INSTANCE_NORMALIZATION, LOG_SOFTMAX) and their FL4 forms
+(TENSOR_QUANT8_ASYMM_SIGNED, resize align_corners / half_pixel_centers) on small cases.
 Every expected value is worked out by hand in a comment, or comes from an independent numpy
 formula that the test states."""
 import numpy as np
@@ -326,3 +327,130 @@ def test_log_softmax_rejects_bad_axis_and_beta():
         run_direct(Op.LOG_SOFTMAX, [view(F32, x), view(T.FLOAT32, np.float32(1)),
                                     view(T.INT32, np.int32(-3))], [OperandView(F32, (2, 2))],
                    validate=False)
+
+
+# --- feature level 4: TENSOR_QUANT8_ASYMM_SIGNED forms, resize align_corners / half pixel ----
+
+Q8S = T.TENSOR_QUANT8_ASYMM_SIGNED
+
+
+def test_max_and_average_pool_quant8_signed_nchw_are_feature_level_4():
+    # MAX: NCHW [1, 1, 2, 3] raw [[-100, 5, -2], [3, -4, 6]] (scale 1, zp -10: the output has
+    # the same quantization, so raw maxima come out): 2x2 VALID windows -> max(-100, 5, 3, -4)
+    # = 5 and max(5, -2, -4, 6) = 6.
+    x = np.array([[[[-100, 5, -2], [3, -4, 6]]]], np.int8)
+    args = [i32(PaddingCode.VALID), i32(1), i32(1), i32(2), i32(2), i32(FuseCode.NONE), flag(True)]
+    (o,) = run_op(Op.MAX_POOL_2D, [inp(Q8S, x, 1.0, -10), *args], [out(Q8S, [1, 1, 1, 2], 1.0, -10)])
+    assert o.dtype == np.int8 and o.reshape(-1).tolist() == [5, 6]
+    # AVERAGE, explicit padding + flag: raw [-3, 1, 5, 9] at scale 0.5, zp 1 -> real
+    # [-2, 0, 2, 4]; mean 1 -> 1 / 0.5 + 1 = 3.
+    x = np.array([-3, 1, 5, 9], np.int8).reshape(1, 1, 2, 2)
+    (o,) = run_op(Op.AVERAGE_POOL_2D, [inp(Q8S, x, 0.5, 1), i32(0), i32(0), i32(0), i32(0), i32(1),
+                                       i32(1), i32(2), i32(2), i32(FuseCode.NONE), flag(True)],
+                  [out(Q8S, [1, 1, 1, 1], 0.5, 1)])
+    assert o.reshape(-1).tolist() == [3]
+    scalars = [OperandView(T.INT32, ()) for _ in range(6)]
+    xs, os_ = OperandView(Q8S, (1, 2, 2, 1), 1.0), OperandView(Q8S, (1, 1, 1, 1), 1.0)
+    for op in (Op.MAX_POOL_2D, Op.AVERAGE_POOL_2D):
+        assert level(op, [xs, *scalars], [os_]) == 4
+        assert level(op, [xs, *scalars, OperandView(T.BOOL, ())], [os_]) == 4
+    assert REGISTRY[Op.L2_POOL_2D].match([xs, *scalars], [os_]) is None
+
+
+def test_resize_bilinear_align_corners_and_half_pixel_centers():
+    # [1, 1, 2, 1] = [0, 4] (float32). Height 1 -> 1 samples row 0 in every mode.
+    # align_corners, width 3: scale (2 - 1) / (3 - 1) = 0.5, positions 0, 0.5, 1 -> [0, 2, 4]
+    # (legacy would use scale 2/3: [0, 2.667, 4]).
+    x = np.array([0, 4], np.float32).reshape(1, 1, 2, 1)
+    (o,) = run_op(Op.RESIZE_BILINEAR, [inp(F32, x), i32(3), i32(1), flag(False), flag(True),
+                                       flag(False)], [out(F32, [1, 1, 3, 1])])
+    assert o.reshape(-1).tolist() == [0, 2, 4]
+    # half_pixel_centers, width 4: scale 0.5, positions (j + 0.5) * 0.5 - 0.5 = -0.25, 0.25,
+    # 0.75, 1.25. j = 0: lower max(floor, 0) = 0 = upper ceil(-0.25) -> 0; j = 1: 0.75*0 +
+    # 0.25*4 = 1; j = 2: 3; j = 3: lower 1, upper min(2, 1) = 1 -> 4.
+    (o,) = run_op(Op.RESIZE_BILINEAR, [inp(F32, x), i32(4), i32(1), flag(False), flag(False),
+                                       flag(True)], [out(F32, [1, 1, 4, 1])])
+    assert o.reshape(-1).tolist() == [0, 1, 3, 4]
+    # the 5-input form (align_corners without half_pixel_centers), quant8 signed, NCHW:
+    # raw [-8, 8] (scale 0.5, zp 0 both sides) to width 3 -> [-8, 0, 8].
+    q = np.array([-8, 8], np.int8).reshape(1, 1, 1, 2)
+    (o,) = run_op(Op.RESIZE_BILINEAR, [inp(Q8S, q, 0.5, 0), i32(3), i32(1), flag(True), flag(True)],
+                  [out(Q8S, [1, 1, 1, 3], 0.5, 0)])
+    assert o.reshape(-1).tolist() == [-8, 0, 8]
+
+
+def test_resize_nearest_neighbor_align_corners_and_half_pixel_centers_quant8_signed():
+    # raw [-5, 0, 7] (width 3) to width 5, values copied raw:
+    #   align_corners: scale (3 - 1) / (5 - 1) = 0.5, positions 0, .5, 1, 1.5, 2, rounded half
+    #     away from zero -> 0, 1, 1, 2, 2 -> [-5, 0, 0, 7, 7]
+    #   half_pixel_centers: scale 0.6, positions (j + 0.5) * 0.6 = .3, .9, 1.5, 2.1, 2.7,
+    #     floor -> 0, 0, 1, 2, 2 -> [-5, -5, 0, 7, 7]
+    #   legacy: positions j * 0.6 = 0, .6, 1.2, 1.8, 2.4 -> 0, 0, 1, 1, 2 -> [-5, -5, 0, 0, 7]
+    q = np.array([-5, 0, 7], np.int8).reshape(1, 1, 3, 1)
+    for align, half, expected in ((True, False, [-5, 0, 0, 7, 7]), (False, True, [-5, -5, 0, 7, 7]),
+                                  (False, False, [-5, -5, 0, 0, 7])):
+        (o,) = run_op(Op.RESIZE_NEAREST_NEIGHBOR,
+                      [inp(Q8S, q, 0.25, 3), i32(5), i32(1), flag(False), flag(align), flag(half)],
+                      [out(Q8S, [1, 1, 5, 1], 0.25, 3)])
+        assert o.reshape(-1).tolist() == expected
+
+
+def test_resize_rejects_align_corners_with_half_pixel_centers():
+    x = np.zeros((1, 2, 2, 1), np.float32)
+    both = [flag(False), flag(True), flag(True)]
+    for op in (Op.RESIZE_BILINEAR, Op.RESIZE_NEAREST_NEIGHBOR):
+        with pytest.raises(NnapiError, match=r"input 5 \(half_pixel_centers\) is true, so input 4"):
+            run_op(op, [inp(F32, x), i32(3), i32(3), *both], [out(F32, [1, 3, 3, 1])])
+        ins = [view(F32, x), view(T.INT32, np.int32(3)), view(T.INT32, np.int32(3)),
+               *[view(T.BOOL, np.bool_(v)) for v in (False, True, True)]]
+        with pytest.raises(OperationError, match="align_corners"):
+            run_direct(op, ins, [OperandView(F32, (0, 0, 0, 0))], validate=False)
+
+
+def test_resize_feature_levels_of_the_fl4_forms():
+    x32, xs = OperandView(F32, (1, 2, 2, 1)), OperandView(Q8S, (1, 2, 2, 1), 0.5)
+    o32, os_ = OperandView(F32, (1, 4, 4, 1)), OperandView(Q8S, (1, 4, 4, 1), 0.5)
+    i, s32, b = OperandView(T.INT32, ()), OperandView(T.FLOAT32, ()), OperandView(T.BOOL, ())
+    assert level(Op.RESIZE_BILINEAR, [xs, i, i], [os_]) == 4
+    assert level(Op.RESIZE_BILINEAR, [xs, s32, s32, b], [os_]) == 4
+    assert level(Op.RESIZE_NEAREST_NEIGHBOR, [xs, i, i, b], [os_]) == 4
+    for op in (Op.RESIZE_BILINEAR, Op.RESIZE_NEAREST_NEIGHBOR):
+        assert level(op, [x32, i, i, b, b], [o32]) == 4
+        assert level(op, [x32, s32, s32, b, b, b], [o32]) == 4
+
+
+def test_softmax_quant8_signed_rank1_and_rank3_with_axis():
+    # input scale ln 3 (binary32), zp 0: raw [0, 1] -> real [0, ln 3] -> softmax [1/4, 3/4];
+    # output scale 1/256, zp -128: 64 - 128 = -64, 192 - 128 = 64.
+    s = float(np.log(3.0))
+    (o,) = run_op(Op.SOFTMAX, [inp(Q8S, np.array([0, 1], np.int8), s, 0), f32(1.0)],
+                  [out(Q8S, [2], 1 / 256, -128)])
+    assert o.tolist() == [-64, 64]
+    # shape [2, 1, 1], axis 0: raw [1, 0] -> [3/4, 1/4] -> [64, -64]
+    (o,) = run_op(Op.SOFTMAX, [inp(Q8S, np.array([1, 0], np.int8).reshape(2, 1, 1), s, 0), f32(1.0),
+                               i32(0)], [out(Q8S, [2, 1, 1], 1 / 256, -128)])
+    assert o.reshape(-1).tolist() == [64, -64]
+    beta = OperandView(T.FLOAT32, ())
+    for dims in ((2,), (2, 3), (1, 2, 3)):
+        x, y = OperandView(Q8S, dims, 0.5), OperandView(Q8S, dims, 1 / 256, -128)
+        assert level(Op.SOFTMAX, [x, beta], [y]) == 4
+        assert level(Op.SOFTMAX, [x, beta, OperandView(T.INT32, ())], [y]) == 4
+    with pytest.raises(NnapiError, match="must have scale 1/256 and zeroPoint -128"):
+        run_op(Op.SOFTMAX, [inp(Q8S, np.array([0, 1], np.int8), s, 0), f32(1.0)],
+               [out(Q8S, [2], 1 / 256, 0)])
+
+
+def test_l2_normalization_quant8_signed():
+    # shape [2, 1], axis 0: raw [6, 8] at scale 0.5 -> [3, 4] -> [0.6, 0.8]; output scale
+    # 1/128, zp 0: 76.8 -> 77, 102.4 -> 102. An all-zero slice gives 0 (FL4 spec).
+    q = np.array([[6], [8]], np.int8)
+    (o,) = run_op(Op.L2_NORMALIZATION, [inp(Q8S, q, 0.5, 0), i32(0)], [out(Q8S, [2, 1], 1 / 128, 0)])
+    assert o.reshape(-1).tolist() == [77, 102]
+    (o,) = run_op(Op.L2_NORMALIZATION, [inp(Q8S, np.array([3, 3], np.int8), 0.5, 3)],
+                  [out(Q8S, [2], 1 / 128, 0)])
+    assert o.tolist() == [0, 0]
+    with pytest.raises(NnapiError, match=r"must have scale 1/128 and zeroPoint 0, got .* zeroPoint -1"):
+        run_op(Op.L2_NORMALIZATION, [inp(Q8S, q, 0.5, 0)], [out(Q8S, [2, 1], 1 / 128, -1)])
+    x, y = OperandView(Q8S, (2, 3), 0.5), OperandView(Q8S, (2, 3), 1 / 128)
+    assert level(Op.L2_NORMALIZATION, [x], [y]) == 4
+    assert level(Op.L2_NORMALIZATION, [x, OperandView(T.INT32, ())], [y]) == 4
