@@ -61,13 +61,46 @@ def _available_devices() -> list:
     return devices
 
 
+def _embed(child: HalModel, referenced: list[Subgraph], values: bytearray, pools: list) -> int:
+    """Append ``child``'s main subgraph, then its own referenced subgraphs, to ``referenced``
+    (AOSP ``ModelBuilder::makeModel`` flattens referenced models the same way), moving its
+    constants into ``values`` / ``pools``; returns the index of its main subgraph."""
+    base = len(referenced)
+    values.extend(b"\0" * (-len(values) % 8))
+    value_base, pool_base = len(values), len(pools)
+    values.extend(child.operand_values)
+    pools.extend(child.pools)
+
+    def moved(sg: Subgraph) -> Subgraph:
+        operands = []
+        for o in sg.operands:
+            loc = o.location
+            if o.lifetime == L.CONSTANT_COPY:
+                loc = DataLocation(loc.pool_index, loc.offset + value_base, loc.length)
+            elif o.lifetime == L.CONSTANT_REFERENCE:
+                loc = DataLocation(loc.pool_index + pool_base, loc.offset, loc.length)
+            elif o.lifetime == L.SUBGRAPH:
+                loc = DataLocation(0, loc.offset + base + 1, 0)
+            operands.append(Operand(o.type, list(o.dimensions), o.number_of_consumers, o.scale, o.zero_point,
+                                    o.lifetime, loc, o.extra_params))
+        return Subgraph(operands, [Operation(op.type, list(op.inputs), list(op.outputs)) for op in sg.operations],
+                        list(sg.input_indexes), list(sg.output_indexes))
+    referenced.append(moved(child.main))
+    referenced.extend(moved(sg) for sg in child.referenced)
+    return base
+
+
 class Model:
-    """Build a model operand by operand and operation by operation, then :meth:`finish`."""
+    """Build a model operand by operand and operation by operation, then :meth:`finish`.
+    IF/WHILE refer to other finished models through SUBGRAPH operands
+    (:meth:`set_operand_value_from_model`); :meth:`finish` flattens them into the HAL
+    model's referenced subgraphs."""
 
     def __init__(self):
         self._operands: list[Operand] = []
         self._values: dict[int, bytes] = {}  # CONSTANT_COPY and large copied values
         self._memory_values: dict[int, tuple[Memory, int, int]] = {}
+        self._model_values: dict[int, "Model"] = {}  # SUBGRAPH operands -> referenced model
         self._operations: list[Operation] = []
         self._inputs: list[int] = []
         self._outputs: list[int] = []
@@ -266,6 +299,7 @@ class Model:
                        f"{operand.dimensions}) needs {need} bytes, got {len(raw)}")
         self._values[index] = raw
         self._memory_values.pop(index, None)
+        self._model_values.pop(index, None)
         operand.lifetime = L.CONSTANT_COPY if need <= MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES \
             else L.CONSTANT_REFERENCE
 
@@ -287,7 +321,28 @@ class Model:
             raise _bad(f"set_operand_value_from_memory: operand {index} needs {need} bytes, got {length}")
         self._memory_values[index] = (memory, offset, length)
         self._values.pop(index, None)
+        self._model_values.pop(index, None)
         operand.lifetime = L.CONSTANT_REFERENCE
+
+    def set_operand_value_from_model(self, index: int, model: "Model") -> None:
+        """Make operand ``index`` (type SUBGRAPH, the NDK's ANEURALNETWORKS_MODEL) refer to the
+        finished ``model``, for IF/WHILE (``ANeuralNetworksModel_setOperandValueFromModel``,
+        FL4). Raises BAD_DATA when the operand is not of type SUBGRAPH, UNEXPECTED_NULL when
+        ``model`` is not a Model, BAD_STATE when ``model`` is not finished."""
+        self._check_open("set_operand_value_from_model")
+        operand = self._operand(index, "set_operand_value_from_model")
+        if not isinstance(model, Model):
+            raise NnapiError(ResultCode.UNEXPECTED_NULL, "set_operand_value_from_model: no model")
+        if operand.type != OperandType.SUBGRAPH:
+            raise _bad(f"set_operand_value_from_model: operand {index} has type {type_name(operand.type)}; "
+                       f"only a SUBGRAPH (MODEL) operand can refer to a model")
+        if not model.finished:
+            raise NnapiError(ResultCode.BAD_STATE, f"set_operand_value_from_model: operand {index}: the "
+                             f"referenced model is not finished")
+        self._values.pop(index, None)
+        self._memory_values.pop(index, None)
+        self._model_values[index] = model
+        operand.lifetime = L.SUBGRAPH
 
     def set_operand_symm_per_channel_quant_params(self, index: int, scales, channel_dim: int) -> None:
         """Per-channel scales of a TENSOR_QUANT8_SYMM_PER_CHANNEL operand (FL3)."""
@@ -390,6 +445,12 @@ class Model:
                 mem_pools[id(memory)] = len(pools)
                 pools.append(memory.pool)
             operands[i].location = DataLocation(mem_pools[id(memory)], offset, length)
+        referenced: list[Subgraph] = []
+        embedded: dict[int, int] = {}  # id(referenced Model) -> index of its main subgraph
+        for i, child in self._model_values.items():
+            if id(child) not in embedded:
+                embedded[id(child)] = _embed(child.to_hal(), referenced, values, pools)
+            operands[i].location = DataLocation(0, embedded[id(child)], 0)
         operations = self._run_order()
         for op in operations:
             for i in op.inputs:
@@ -398,7 +459,7 @@ class Model:
                         list(self._inputs), list(self._outputs))
         used = {extension_prefix(x.type) for x in [*operands, *operations] if is_extension_type(x.type)}
         prefixes = [ExtensionNameAndPrefix(self._extensions[p].name, p) for p in sorted(used)]
-        return HalModel(main, [], bytes(values), pools, self._relaxed, prefixes)
+        return HalModel(main, referenced, bytes(values), pools, self._relaxed, prefixes)
 
     def finish(self) -> None:
         """Validate and freeze the model. Raises BAD_DATA with the culprit named (structure,
