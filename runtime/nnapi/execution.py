@@ -20,6 +20,7 @@ from ..hal.sync import ExecutionCallback
 from ..hal.types import DataLocation, OutputShape, Request, RequestArgument, Timing
 from ..hal.validate import operand_byte_size
 from ..extensions import is_extension_type, is_tensor_operand_type, type_name
+from ..ops.control_flow import LOOP_TIMEOUT_DEFAULT_NS, LOOP_TIMEOUT_MAXIMUM_NS
 from ..types import (NO_TIMING, RESULT_CODE_OF_ERROR_STATUS, DurationCode, ErrorStatus, MeasureTiming,
                      ResultCode, operand_dtype)
 from .burst import Burst
@@ -27,9 +28,18 @@ from .compilation import Compilation
 from .device import driver_call
 from .event import Event
 
-#: Default and maximum loop timeouts of WHILE (ANEURALNETWORKS_..._LOOP_TIMEOUT, FL4).
-LOOP_TIMEOUT_DEFAULT_NS = 2_000_000_000
-LOOP_TIMEOUT_MAXIMUM_NS = 15_000_000_000
+
+
+def get_default_loop_timeout() -> int:
+    """The loop timeout of an execution that sets none, in ns (2 s;
+    ``ANeuralNetworks_getDefaultLoopTimeout``, FL4)."""
+    return LOOP_TIMEOUT_DEFAULT_NS
+
+
+def get_maximum_loop_timeout() -> int:
+    """The largest loop timeout :meth:`Execution.set_loop_timeout` keeps, in ns (15 s;
+    ``ANeuralNetworks_getMaximumLoopTimeout``, FL4)."""
+    return LOOP_TIMEOUT_MAXIMUM_NS
 
 
 class _State(enum.Enum):
@@ -116,7 +126,11 @@ class Execution:
         self._timeout_ns = duration_ns or None
 
     def set_loop_timeout(self, duration_ns: int) -> None:
-        """Bound each WHILE loop to ``duration_ns`` (clamped to 15 s), FL4."""
+        """Bound each WHILE loop to ``duration_ns`` (clamped to :func:`get_maximum_loop_timeout`,
+        15 s; default :func:`get_default_loop_timeout`, 2 s), FL4
+        (``ANeuralNetworksExecution_setLoopTimeout``). It reaches the driver as
+        ``loop_timeout_duration_ns`` on every path (sync, async, burst, fenced); a loop running
+        past it ends the computation with MISSED_DEADLINE_TRANSIENT. BAD_DATA if negative."""
         self._check_preparation("set_loop_timeout")
         if duration_ns < 0:
             raise NnapiError(ResultCode.BAD_DATA, f"set_loop_timeout: {duration_ns} is negative")
