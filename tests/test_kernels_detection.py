@@ -1,6 +1,6 @@
-"""Detection and region-of-interest kernels of feature level 3 on small cases, and
-zero-sized tensors. Every expected value is worked out by hand in a comment, or comes from
-an independent formula that the test states."""
+"""Detection and region-of-interest kernels of feature level 3 (and their FL4 quant8-signed
+forms) on small cases, and zero-sized tensors. Every expected value is worked out by hand
+in a comment, or comes from an independent formula that the test states."""
 import math
 
 import numpy as np
@@ -9,7 +9,7 @@ import pytest
 from runtime.errors import NnapiError, OperationError
 from runtime.ops.base import OperandView
 from runtime.types import OperandType as T, OperationType as Op
-from tests.util import const, f32, flag, i32, inp, out, run_direct, run_op, view
+from tests.util import const, f32, flag, i32, inp, level, out, run_direct, run_op, view
 
 F16, F32, I32, Q8, Q16A, Q16S = (T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_INT32,
                                  T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT16_ASYMM,
@@ -284,3 +284,60 @@ def test_heatmap_max_keypoint_size_1_fails():
                    [view(F32, np.zeros((1, 1, 1, 1), np.float32)),
                     view(F32, np.array([[0, 0, 1, 1]], np.float32)), view(T.BOOL, np.bool_(False))],
                    [OperandView(F32, (1, 1)), OperandView(F32, (1, 1, 2))])
+
+
+# --- feature level 4: TENSOR_QUANT8_ASYMM_SIGNED forms ------------------------------------
+
+Q8S = T.TENSOR_QUANT8_ASYMM_SIGNED
+
+
+def test_bbox_transform_quant8_signed_deltas():
+    # deltas scale 0.05, zp 0: raw 2 -> 0.1, 4 -> 0.2, 0 -> 0. As the quant8 case: center
+    # (5 + 1, 5 + 2) = (6, 7), size 10 x 10 -> (1, 2, 11, 12) -> raw x8 = (8, 16, 88, 96)
+    ins = [inp(Q16A, np.array([[0, 0, 80, 80]], np.uint16), 0.125),
+           inp(Q8S, np.array([[2, 4, 0, 0]], np.int8), 0.05, 0),
+           inp(I32, np.array([0], np.int32)),
+           inp(Q16A, np.array([[120, 160]], np.uint16), 0.125)]
+    (o,) = run_op(Op.AXIS_ALIGNED_BBOX_TRANSFORM, ins, [out(Q16A, [1, 4], 0.125)])
+    assert o.tolist() == [[8, 16, 88, 96]]
+
+
+def test_box_with_nms_limit_quant8_signed_scores_need_feature_level_4():
+    # scores 0.9, 0.8, 0.7 as raw 90, 80, 70 (scale 0.01, zp 0); boxes x8 in quant16.
+    # Hard NMS as in test_box_with_nms_limit_hard: roi 1 dropped, output scores 90, 70 raw
+    scores = np.round(NMS_SCORES * 100).astype(np.int8)
+    boxes = (NMS_BOXES * 8).astype(np.uint16)
+    ins = [view(Q8S, scores, 0.01, 0), view(Q16A, boxes, 0.125, 0),
+           view(I32, np.zeros(3, np.int32)), view(T.FLOAT32, np.float32(0.3)),
+           view(T.INT32, np.int32(-1)), view(T.INT32, np.int32(0)),
+           view(T.FLOAT32, np.float32(0.5)), view(T.FLOAT32, np.float32(1)),
+           view(T.FLOAT32, np.float32(0.1))]
+    outs = [OperandView(Q8S, (0,), 0.01, 0), OperandView(Q16A, (0, 4), 0.125, 0),
+            OperandView(I32, (0,)), OperandView(I32, (0,))]
+    assert level(Op.BOX_WITH_NMS_LIMIT, ins, outs) == 4
+    shapes, (s, b, c, n) = run_direct(Op.BOX_WITH_NMS_LIMIT, ins, outs)
+    assert shapes[0] == (2,) and s.dtype == np.int8 and s.tolist() == [90, 70]
+    assert (b // 8).tolist() == [[0, 0, 10, 10], [20, 20, 30, 30]]
+
+
+def test_roi_pooling_quant8_signed_moves_raw_values():
+    # one 1 x 1 bin over the whole 2 x 2 map: max raw of (-5, 7, 3, -100) = 7
+    x = np.array([-5, 7, 3, -100], np.int8).reshape(1, 2, 2, 1)
+    (o,) = run_op(Op.ROI_POOLING,
+                  [inp(Q8S, x, 0.5, -3), inp(Q16A, np.array([[0, 0, 8, 8]], np.uint16), 0.125),
+                   inp(I32, np.array([0], np.int32)), i32(1), i32(1), f32(1.0), f32(1.0),
+                   flag(False)], [out(Q8S, [1, 1, 1, 1], 0.5, -3)])
+    assert o.dtype == np.int8 and o.reshape(-1).tolist() == [7]
+
+
+def test_roi_align_quant8_signed_one_sample_per_bin():
+    # 2 x 2 map of real values (raw - 1) * 0.5 = [[0, 1], [2, 3]]; roi (0, 0, 2, 2) at
+    # stride 1, one 2 x 2 bin, 1 sample at its center (y, x) = (1, 1): an integer position
+    # on the last row and column, so the bilinear sample is cell (1, 1) = 3
+    # -> raw 3 / 0.5 + 1 = 7
+    x = (np.array([[0, 1], [2, 3]]) * 2 + 1).astype(np.int8).reshape(1, 2, 2, 1)
+    (o,) = run_op(Op.ROI_ALIGN,
+                  [inp(Q8S, x, 0.5, 1), inp(Q16A, np.array([[0, 0, 16, 16]], np.uint16), 0.125),
+                   inp(I32, np.array([0], np.int32)), i32(1), i32(1), f32(1.0), f32(1.0),
+                   i32(1), i32(1), flag(False)], [out(Q8S, [1, 1, 1, 1], 0.5, 1)])
+    assert o.dtype == np.int8 and o.reshape(-1).tolist() == [7]

@@ -1,6 +1,7 @@
-"""Recurrent, lookup and random operations (FL3 forms): small cases whose expected values
-are worked out by hand (each test shows the arithmetic) or by an independent numpy formula
-written out in the test (said where used). None is computed with the code under test."""
+"""Recurrent, lookup and random operations (FL3 forms, and the FL4 state outputs, lookup
+types and QUANTIZED_LSTM): small cases whose expected values are worked out by hand (each
+test shows the arithmetic) or by an independent numpy formula written out in the test (said
+where used). None is computed with the code under test."""
 from pathlib import Path
 
 import numpy as np
@@ -10,10 +11,12 @@ from runtime.errors import NnapiError
 from runtime.testing.criteria import judge
 from runtime.testing.test_model import load_spec
 from runtime.types import OperandType as T, OperationType as Op, operand_dtype
+from runtime.ops.quantized_lstm import logistic16, quantize_multiplier, tanh16
 from tests.util import OMIT, flag, i32, run_op
 
 F32, F16, I32, Q8, Q16 = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32,
                           T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT16_SYMM)
+Q8S, Q8SYMM = T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM
 
 
 def sigmoid(z):
@@ -338,3 +341,155 @@ def test_judge_checks_the_multinomial_distribution():
     assert judge(tm, [np.arange(128, dtype=np.int32).tobytes()], [[1, 128]]) == []
     assert judge(tm, [np.zeros(128, np.int32).tobytes()], [[1, 128]])
     assert judge(tm, [np.full(128, 2000, np.int32).tobytes()], [[1, 128]])
+
+
+# --- feature level 4: state outputs of the sequence operations -----------------------------
+
+def test_unidirectional_sequence_rnn_state_output():
+    # as test_unidirectional_sequence_rnn_batch_major: outputs 1, 2.5, 4.25; the state
+    # output is the last step's hidden state, 4.25
+    x = np.array([[[1], [2], [3]]], np.float32)
+    seq, state = run_op(Op.UNIDIRECTIONAL_SEQUENCE_RNN,
+                        [(F32, [1, 3, 1], ("input", x)), *rnn_cell(1, 0.5), i32(0), i32(0)],
+                        [(F32, [1, 3, 1]), (F32, [1, 1])])
+    assert seq.reshape(-1).tolist() == [1, 2.5, 4.25] and state.tolist() == [[4.25]]
+
+
+def test_bidirectional_sequence_rnn_merged_with_state_outputs():
+    # merged: [[1, 6], [2.5, 5], [4.25, 3]] (test_bidirectional_sequence_rnn_merged); the
+    # state outputs move to indexes 1, 2: fw after t2 = 4.25, bw after t0 = 6
+    merged, fw, bw = run_op(Op.BIDIRECTIONAL_SEQUENCE_RNN, brnn_inputs(X3, merge=True),
+                            [(F32, [3, 1, 2]), (F32, [1, 1]), (F32, [1, 1])])
+    assert merged.reshape(3, 2).tolist() == [[1, 6], [2.5, 5], [4.25, 3]]
+    assert fw.tolist() == [[4.25]] and bw.tolist() == [[6]]
+
+
+def test_bidirectional_sequence_rnn_state_outputs_need_both():
+    # unmerged with 3 outputs: 2 sequence outputs + only one state output
+    with pytest.raises(NnapiError):
+        run_op(Op.BIDIRECTIONAL_SEQUENCE_RNN, brnn_inputs(X3),
+               [(F32, [3, 1, 1]), (F32, [3, 1, 1]), (F32, [1, 1])])
+
+
+def test_unidirectional_sequence_lstm_state_outputs():
+    # CIFG cell of lstm_cell_inputs, activation NONE: f = i = o = 0.5, g = x.
+    # c1 = 0.5 * 0 + 0.5 * 2 = 1, h1 = 0.5; c2 = 0.5 * 1 + 0.5 * 4 = 2.5, h2 = 1.25
+    x = np.array([[[2], [4]]], np.float32)
+    seq, h, c = run_op(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, [
+        (F32, [1, 2, 1], ("input", x)), *lstm_cell_inputs(F32, 1), (F32, [1, 1], [[0]]),
+        (F32, [1, 1], [[0]]), *scalars(F32, T.FLOAT32), flag(False),
+        *[(F32, [1], OMIT)] * 4], [(F32, [1, 2, 1]), (F32, [1, 1]), (F32, [1, 1])])
+    assert seq.reshape(-1).tolist() == [0.5, 1.25]
+    assert h.tolist() == [[1.25]] and c.tolist() == [[2.5]]
+
+
+def test_bidirectional_sequence_lstm_state_outputs():
+    # fw over t0, t1: c = 1 then 2.5, h = 1.25 (as above). bw over t1, t0:
+    # c = 0.5 * 0 + 0.5 * 4 = 2, h = 1; c = 0.5 * 2 + 0.5 * 2 = 2, h = 1
+    x = np.array([[[2]], [[4]]], np.float32)
+    outs = run_op(Op.BIDIRECTIONAL_SEQUENCE_LSTM, bidirectional_lstm_inputs(x, merge=False),
+                  [(F32, [2, 1, 1]), (F32, [2, 1, 1])] + [(F32, [1, 1])] * 4)
+    assert [o.reshape(-1).tolist() for o in outs] == [[0.5, 1.25], [1, 1], [1.25], [2.5],
+                                                      [1], [2]]
+
+
+# --- feature level 4: EMBEDDING_LOOKUP float16 and quant8 signed ---------------------------
+
+def test_embedding_lookup_float16_and_quant8_signed():
+    # lookups [1, 1, 0] copy rows: [[3, 4], [3, 4], [1.5, 2]]
+    (o,) = run_op(Op.EMBEDDING_LOOKUP, [(I32, [3], ("input", np.array([1, 1, 0], np.int32))),
+                                        (F16, [2, 2], [[1.5, 2], [3, 4]])], [(F16, [3, 2])])
+    assert o.dtype == np.float16 and o.tolist() == [[3, 4], [3, 4], [1.5, 2]]
+    (o,) = run_op(Op.EMBEDDING_LOOKUP, [(I32, [1], ("input", np.array([1], np.int32))),
+                                        (Q8S, [2, 2], [[1, 2], [-128, 7]], 0.5, -3)],
+                  [(Q8S, [1, 2], 0.5, -3)])
+    assert o.dtype == np.int8 and o.tolist() == [[-128, 7]]
+
+
+def test_embedding_lookup_quant8_signed_output_keeps_values_quantization():
+    with pytest.raises(NnapiError):
+        run_op(Op.EMBEDDING_LOOKUP, [(I32, [1], ("input", np.array([1], np.int32))),
+                                     (Q8S, [2, 2], [[1, 2], [-128, 7]], 0.5, -3)],
+               [(Q8S, [1, 2], 0.5, 0)])
+
+
+# --- QUANTIZED_LSTM (FL4) ----------------------------------------------------------------
+
+def test_gemmlowp_int16_logistic_and_tanh_track_the_real_functions():
+    # Every Q3.12 input (and Q4.11 for tanh): the 16-bit fixed-point results stay within
+    # 16 quanta (2^-11) of numpy's logistic / tanh of the input's real value (gemmlowp's
+    # int16 Newton-Raphson division is that coarse: up to about 12 quanta for tanh), and
+    # keep the functions' symmetries exactly.
+    raw = np.arange(-32768, 32768, dtype=np.int64)
+    lg, th3, th4 = logistic16(raw, 3), tanh16(raw, 3), tanh16(raw, 4)
+    np.testing.assert_allclose(lg / 32768, sigmoid(raw / 4096), atol=16 / 32768)
+    np.testing.assert_allclose(th3 / 32768, np.tanh(raw / 4096), atol=16 / 32768)
+    np.testing.assert_allclose(th4 / 32768, np.tanh(raw / 2048), atol=16 / 32768)
+    inner = slice(1, None)  # -32768 has no int16 negation
+    assert (th3[inner] == -th3[inner][::-1]).all()  # tanh(-x) = -tanh(x)
+    # logistic(-x) = 1 - logistic(x), 1 being 32767 in Q0.15 (x = 0 gives 16384 twice)
+    assert ((lg[inner] + lg[inner][::-1] == 32767) | (raw[inner] == 0)).all()
+    # exact points: logistic(0) = 1/2 -> 16384, tanh(0) = 0
+    assert logistic16(np.array([0]), 3).tolist() == [16384]
+    assert tanh16(np.array([0]), 4).tolist() == [0]
+
+
+def test_quantize_multiplier_hand_values():
+    # m = q * 2^shift with q in [0.5, 1) as Q0.31: 0.5 = 0.5 * 2^0 -> (2^30, 0);
+    # 3 = 0.75 * 2^2 -> (0.75 * 2^31 = 1610612736, 2); 2^-40 flushes to (0, 0)
+    assert quantize_multiplier(0.5, "m") == (1 << 30, 0)
+    assert quantize_multiplier(3.0, "m") == (1610612736, 2)
+    assert quantize_multiplier(2.0 ** -40, "m") == (0, 0)
+
+
+def qlstm_step(forget_bias=0, cell_bias=0, cifg=False, cell_raw=4096, bias12=None):
+    """One QUANTIZED_LSTM step with 1 unit, all weights 0 (scale 2^-5), input scale 2^-7:
+    bias scale 2^-7 * 2^-5 = 2^-12, so a gate bias b is the Q3.12 pre-activation b / 4096;
+    no layer norm, intermediate scales 2^-12, cell state scale 2^-11 (cell_raw / 2048),
+    hidden and output scale 2^-7, zero points 0."""
+    w = (Q8SYMM, [1, 1], [[0]], 2 ** -5, 0)
+    w_opt = (Q8SYMM, [1, 1], OMIT, 2 ** -5, 0) if cifg else w
+    bias = lambda v: (I32, [1], [v], 2 ** -12, 0)  # noqa: E731
+    b_in = (I32, [1], OMIT) if cifg and bias12 is None else bias(bias12 or 0)
+    ins = [(Q8S, [1, 1], ("input", np.array([[5]], np.int8)), 2 ** -7, 0),
+           w_opt, w, w, w, w_opt, w, w, w, *[(Q16, [1], OMIT, 1.0, 0)] * 3,
+           b_in, bias(forget_bias), bias(cell_bias), bias(0),
+           (Q8SYMM, [1, 1], OMIT, 2 ** -5, 0), (I32, [1], OMIT),
+           (Q8S, [1, 1], [[0]], 2 ** -7, 0), (Q16, [1, 1], [[cell_raw]], 2 ** -11, 0),
+           *[(Q16, [1], OMIT, 1.0, 0)] * 4, (T.FLOAT32, [], 0.0), (T.FLOAT32, [], 0.0),
+           *[(T.FLOAT32, [], 2 ** -12)] * 4, i32(0), (T.FLOAT32, [], 2 ** -7)]
+    return run_op(Op.QUANTIZED_LSTM, ins, [(Q8S, [1, 1], 2 ** -7, 0), (Q16, [1, 1], 2 ** -11, 0),
+                                           (Q8S, [1, 1], 2 ** -7, 0)])
+
+
+def test_quantized_lstm_zero_weights():
+    # every gate pre-activation 0: f = i = o = logistic(0) = 16384 (exactly 1/2),
+    # g = tanh(0) = 0. cell = (16384 * 4096) >> 15 = 2048 (1.0) exactly.
+    # output = 0.5 * tanh(1.0) = 0.5 * 0.7615942 = 0.3807971 / 2^-7 = 48.74 -> 49
+    state_out, cell, output = qlstm_step()
+    assert cell.tolist() == [[2048]]
+    assert output.tolist() == [[49]] and state_out.tolist() == [[49]]
+
+
+def test_quantized_lstm_gate_bias_without_layer_norm():
+    # forget bias 4096 -> f = sigmoid(1) = 0.7310586; i = 0.5, g = 0:
+    # cell = 0.7310586 * 2.0 = 1.4621172 -> 2994.42 raw (within 1: fixed-point sigmoid);
+    # output = 0.5 * tanh(1.4621172) = 0.5 * 0.8982 = 0.4491 -> 57.49 raw (within 1)
+    _, cell, output = qlstm_step(forget_bias=4096)
+    c = sigmoid(1.0) * 2.0
+    assert abs(int(cell[0, 0]) - c * 2048) <= 1
+    assert abs(int(output[0, 0]) - 0.5 * np.tanh(c) * 128) <= 1
+
+
+def test_quantized_lstm_cifg():
+    # CIFG: i = 1 - f. forget bias 4096 -> f = 0.7310586, i = 0.2689414; cell bias 2048
+    # -> g = tanh(0.5) = 0.4621172. cell = 0.7310586 * 2 + 0.2689414 * 0.4621172
+    # = 1.5864 -> 3249.0 raw (within 1); without CIFG (i = 0.5) it would be 3467.
+    _, cell, _ = qlstm_step(forget_bias=4096, cell_bias=2048, cifg=True)
+    c = sigmoid(1.0) * 2 + (1 - sigmoid(1.0)) * np.tanh(0.5)
+    assert abs(int(cell[0, 0]) - c * 2048) <= 1
+
+
+def test_quantized_lstm_rejects_input_gate_bias_with_cifg():
+    with pytest.raises(NnapiError):
+        qlstm_step(cifg=True, bias12=7)
