@@ -479,7 +479,8 @@ def _f32(*vals) -> np.float32:
     """Product / quotient chain in binary32, as AOSP computes its effective scales:
     ``_f32(a, b, c)`` = a * b / c."""
     a, b, c = (np.float32(v) for v in vals)
-    return np.float32(np.float32(a * b) / c)
+    with np.errstate(all="ignore"):  # inf / nan are rejected by quantize_multiplier
+        return np.float32(np.float32(a * b) / c)
 
 
 def _cell_shift(scale: float, what: str) -> int:
@@ -609,7 +610,9 @@ def _qlstm_execute(ctx: OpContext):
         if layer_norm:
             ln_scale = float(np.float32(ins[lni].scale))
             m, s = quantize_multiplier(ln_scale, f"{_qin(lni)} scale")
-            limit = min(1, int(np.float32(10000) * np.float32(ln_scale)))
+            with np.errstate(all="ignore"):
+                big = float(np.float32(10000) * np.float32(ln_scale))
+            limit = 1 if big >= 1 else int(big)  # AOSP: min(1, int(10000 * scale))
             g = _layer_norm16(g, raw(lni), bias, m, s, limit)
         return g
 
@@ -620,7 +623,9 @@ def _qlstm_execute(ctx: OpContext):
                 -32768, 32767)
     cell_clip = fscalar(24)
     if cell_clip > 0:
-        q = int(min(max(np.float32(cell_clip) / np.float32(ins[19].scale), -32768.0), 32767.0))
+        with np.errstate(all="ignore"):
+            q = float(np.float32(cell_clip) / np.float32(ins[19].scale))
+        q = int(min(max(q, -32768.0), 32767.0))
         if q > 0:
             c = np.clip(c, -q, q)
     o = logistic16(gate("output", c))
@@ -635,7 +640,9 @@ def _qlstm_execute(ctx: OpContext):
         out = _matmul_acc(hidden, hidden_zp, raw(16), raw(17), m, s, h_zp, 0, -128, 127)
         proj_clip = fscalar(25)
         if proj_clip > 0:
-            q = int(min(np.float32(proj_clip) / np.float32(ctx.outputs[2].scale), 255.0))
+            with np.errstate(all="ignore"):
+                q = float(np.float32(proj_clip) / np.float32(ctx.outputs[2].scale))
+            q = int(min(q, 255.0))
             if q > 0:
                 out = np.clip(out, out_zp - q, out_zp + q)
     else:
