@@ -3,7 +3,7 @@ and request validation, through the HAL and the front end (see :mod:`fuzz.target
 
 Usage::
 
-    python -m fuzz --driver NAME [--findings DIR] [--seeds DIR | --no-seeds] [--paths hal,frontend]
+    python -m fuzz --driver NAME [--target full|validation] [--findings DIR] [--seeds DIR | --no-seeds] [--paths hal,frontend]
                    [--keep-going N] [libFuzzer flags, e.g. -runs=N -max_total_time=S
                    -timeout=S -rss_limit_mb=M] [corpus dirs]
     python -m fuzz --driver NAME --replay FINDING_OR_DIR...   # re-run saved findings
@@ -38,6 +38,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Modules instrumented for coverage by the validation target (the full target: all of runtime).
+VALIDATION_INSTRUMENTED = ("runtime.hal.validate", "runtime.ops", "runtime.drivers")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,6 +48,10 @@ def _parser() -> argparse.ArgumentParser:
                                             "Unknown arguments go to libFuzzer.")
     p.add_argument("--driver", default="sample",
                    help="driver: bundled name, entry point or module:factory (default: sample)")
+    p.add_argument("--target", default="full", choices=("full", "validation"),
+                   help="full (default): HAL model, request and execution, and the front end; "
+                        "validation: decode, validate_model, get_supported_operations and "
+                        "prepare_model only (fast)")
     p.add_argument("--findings", default="fuzz-findings", metavar="DIR",
                    help="where findings go: DIR/V_FUZZ/*.json.gz (corpus schema) and DIR/inputs/*.bin")
     p.add_argument("--seeds", metavar="DIR",
@@ -106,7 +112,10 @@ def child_main(args, libfuzzer_args: list[str]) -> None:
     import atheris
     import importlib
     import pkgutil
-    include = ["runtime"]
+    # The validation target instruments only the code it runs (the validator, the operation
+    # table's validate/prepare rules and the drivers): instrumented code runs about half
+    # as fast, and the converters and data types give no useful coverage signal.
+    include = ["runtime"] if args.target == "full" else list(VALIDATION_INSTRUMENTED)
     if ":" in args.driver:
         top = args.driver.split(":", 1)[0].split(".")[0]
         if top not in ("runtime", "fuzz"):
@@ -120,7 +129,7 @@ def child_main(args, libfuzzer_args: list[str]) -> None:
         recorder = FindingRecorder(Path(args.findings), args.driver, args.max_findings)
         converted = Path(args.findings) / "artifacts" / "converted"
         known = {p.name.split("-", 1)[1] for p in converted.glob("*-*")} if converted.is_dir() else set()
-        target = FuzzTarget(args.driver, recorder, args.paths.split(","), skip=known)
+        target = FuzzTarget(args.driver, recorder, args.paths.split(","), skip=known, target=args.target)
     atheris.Setup([sys.argv[0], *libfuzzer_args], target)
     atheris.Fuzz()
 
@@ -147,7 +156,7 @@ def convert_artifact(args, path: Path, kind: str, run_target: bool = True) -> No
         return
     if kind == "crash" and run_target:
         from fuzz.target import FuzzTarget
-        found = FuzzTarget(args.driver, recorder, args.paths.split(",")).run(data)
+        found = FuzzTarget(args.driver, recorder, args.paths.split(","), target=args.target).run(data)
         for f in found:
             recorder.record(f, case, data)
         if found:
@@ -170,7 +179,7 @@ def convert_new_artifacts(args, artifacts: Path) -> list[Path]:
         if kind is None or not path.is_file() or (done_dir / path.name).exists():
             continue
         cmd = [sys.executable, "-m", "fuzz", "--convert-artifact", str(path), kind, "--driver", args.driver,
-               "--findings", args.findings, "--paths", args.paths]
+               "--findings", args.findings, "--paths", args.paths, "--target", args.target]
         try:
             ok = kind == "crash" and subprocess.run(cmd, cwd=os.getcwd(), timeout=120).returncode == 0
         except subprocess.TimeoutExpired:
@@ -189,7 +198,8 @@ def replay_main(args) -> int:
     import signal
     from fuzz.findings import FindingRecorder, read_finding_input
     from fuzz.target import FuzzTarget
-    target = FuzzTarget(args.driver, FindingRecorder(None, args.driver, quiet=True), args.paths.split(","))
+    target = FuzzTarget(args.driver, FindingRecorder(None, args.driver, quiet=True), args.paths.split(","),
+                        target=args.target)
     files: list[Path] = []
     for p in map(Path, args.replay):
         if p.is_dir():  # a findings directory (its models, and inputs that never decoded) or of inputs
@@ -249,7 +259,7 @@ def parent_main(args, libfuzzer_args: list[str]) -> int:
     restarts = 0
     while True:
         cmd = [sys.executable, "-m", "fuzz", "--child", "--driver", args.driver, "--findings", args.findings,
-               "--paths", args.paths, "--max-findings", str(args.max_findings), *lib]
+               "--paths", args.paths, "--target", args.target, "--max-findings", str(args.max_findings), *lib]
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
         rc = subprocess.call(cmd, env=env)
         converted = convert_new_artifacts(args, artifacts)

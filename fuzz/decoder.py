@@ -59,6 +59,9 @@ Literal graph (mode 0)::
       varint  number of outputs (<= MAX_IO), then a varint operand index each
     varint  number of model inputs (<= MAX_IO), then a varint operand index each
     varint  number of model outputs (<= MAX_IO), then a varint operand index each
+    varint  number of referenced subgraphs (<= MAX_REFERENCED; an exhausted input has none),
+            then each in the same layout as the main graph above (operands ... outputs);
+            a referenced subgraph's inputs and outputs keep no data (corpus schema)
 
 Data are fitted to the schema: when the dimensions are fully specified the element count
 must be their product, so the values are cut or zero-padded to it (or dropped, ``null``,
@@ -122,6 +125,8 @@ T = OperandType
 MAX_OPERANDS = 256
 MAX_OPERATIONS = 64
 MAX_IO = 64
+#: Most referenced subgraphs (IF / WHILE bodies) of a literal model.
+MAX_REFERENCED = 8
 MAX_SCALES = 1024
 #: Largest number of elements a decoded data array may have (fill kinds and padding).
 MAX_ELEMENTS = 1 << 16
@@ -146,6 +151,13 @@ FLOAT_PARAMS = (1.0, 0.5, 2.0, 0.0, 1e-3, 10.0, -1.0, 3.0)
 #: escape threshold per hostility level: a byte >= it escapes (256: never).
 _ESCAPE = (256, 255, 240, 192)
 
+_U32 = struct.Struct("<I")
+_F32 = struct.Struct("<f")
+#: Enum members by code (an enum call per operand is a measurable part of decoding).
+_TYPE_OF_CODE = tuple(T(i) for i in range(16))
+_LIFETIME_OF_CODE = tuple(L(i) for i in range(7))
+_OPERATION_OF_CODE = tuple(OperationType(i) for i in range(106))
+
 TWEAK_KINDS = ("operand_dim", "operand_rank", "operand_location", "operand_type",
                "operand_lifetime", "operand_quant", "operand_consumers", "operation_type",
                "operation_io", "subgraph_io", "request_input_location",
@@ -160,23 +172,27 @@ class Rejected(ValueError):
 # --- byte reader / writer -------------------------------------------------------------
 
 class ByteReader:
-    """Consumes a byte string from the front; past the end every read yields zeros."""
+    """Consumes a byte string from the front; past the end every read yields zeros.
+
+    The hot path of the fuzzer: fixed-size reads use ``struct.unpack_from`` and a
+    one-byte varint takes a single branch."""
+
+    __slots__ = ("data", "pos", "n")
 
     def __init__(self, data: bytes):
         self.data = bytes(data)
         self.pos = 0
+        self.n = len(self.data)
 
     @property
     def remaining(self) -> int:
-        return max(len(self.data) - self.pos, 0)
+        r = self.n - self.pos
+        return r if r > 0 else 0
 
     def u8(self) -> int:
-        if self.pos < len(self.data):
-            b = self.data[self.pos]
-            self.pos += 1
-            return b
-        self.pos += 1
-        return 0
+        p = self.pos
+        self.pos = p + 1
+        return self.data[p] if p < self.n else 0
 
     def take(self, n: int) -> bytes:
         n = max(0, min(n, self.remaining))
@@ -185,13 +201,25 @@ class ByteReader:
         return out
 
     def u32(self) -> int:
+        p = self.pos
+        if p + 4 <= self.n:
+            self.pos = p + 4
+            return _U32.unpack_from(self.data, p)[0]
         raw = self.take(4)
         return int.from_bytes(raw + b"\0" * (4 - len(raw)), "little")
 
     def f32(self) -> float:
-        return struct.unpack("<f", self.u32().to_bytes(4, "little"))[0]
+        p = self.pos
+        if p + 4 <= self.n:
+            self.pos = p + 4
+            return _F32.unpack_from(self.data, p)[0]
+        return _F32.unpack(self.u32().to_bytes(4, "little"))[0]
 
     def varint(self) -> int:
+        p = self.pos
+        if p < self.n and self.data[p] < 0x80:  # a one-byte varint
+            self.pos = p + 1
+            return self.data[p]
         value = 0
         for shift in range(0, 70, 7):
             b = self.u8()
@@ -345,6 +373,17 @@ def _new_model(sg: TestSubgraph, relaxed: bool) -> TestModel:
 
 # --- literal mode ---------------------------------------------------------------------
 
+_TABLE_CACHE: list = [None, ()]
+
+
+def _table_codes() -> tuple:
+    """The operation table's OperationTypes in code order (cached while the table's size
+    stays the same)."""
+    if _TABLE_CACHE[0] != len(ops.REGISTRY):
+        _TABLE_CACHE[:] = [len(ops.REGISTRY), tuple(sorted(ops.REGISTRY))]
+    return _TABLE_CACHE[1]
+
+
 def _read_data(r: ByteReader, t: OperandType, dims) -> np.ndarray | None:
     kind = r.u8() % 4
     if kind == 0:
@@ -373,13 +412,14 @@ def _index_list(r: ByteReader) -> list[int]:
     return out
 
 
-def _decode_literal(r: ByteReader, header: int) -> TestModel:
-    explicit_consumers = bool(header & 4)
+def _decode_subgraph(r: ByteReader, explicit_consumers: bool, referenced: bool) -> TestSubgraph:
+    """One literal subgraph; in a ``referenced`` one, inputs and outputs carry no data (the
+    schema's rule: values flow in from the calling IF/WHILE), though their bytes are read."""
     operands, explicit = [], []
     for _ in range(min(r.varint(), MAX_OPERANDS)):
         if not r.remaining:  # an exhausted input declares no more operands
             break
-        t = T(r.u8() % 16)
+        t = _TYPE_OF_CODE[r.u8() % 16]
         b = r.u8()
         rank = b % 9 if b < 0x80 else b - 0x80
         dims = [r.varint() & 0xFFFFFFFF for _ in range(rank)]
@@ -387,7 +427,7 @@ def _decode_literal(r: ByteReader, header: int) -> TestModel:
         zp = r.zigzag()
         zp = max(min(zp, 2**63 - 1), -2**63)
         b = r.u8()
-        lifetime = L((b & 0x7F) % 7)
+        lifetime = _LIFETIME_OF_CODE[(b & 0x7F) % 7]
         ignored = bool(b & 0x80)
         if lifetime == L.SUBGRAPH:
             t = T.SUBGRAPH  # its data is a uint32 subgraph index, which only that type holds
@@ -399,17 +439,19 @@ def _decode_literal(r: ByteReader, header: int) -> TestModel:
         data = None
         if lifetime in DATA_LIFETIMES:
             data = _read_data(r, t, dims)
+            if referenced and lifetime in (L.SUBGRAPH_INPUT, L.SUBGRAPH_OUTPUT):
+                data = None
         if lifetime == L.SUBGRAPH:  # a scalar: no dimensions
             dims = []
             data = (np.zeros(1, np.uint32) if data is None else data.reshape(-1)[:1]).reshape(())
         operands.append(TestOperand(t, dims, scale, zp, lifetime, 0, ignored, cq, data))
     operations = []
-    table = sorted(ops.REGISTRY)
+    table = _table_codes()
     for _ in range(min(r.varint(), MAX_OPERATIONS)):
         if not r.remaining:
             break
         b = r.u8()
-        op_type = OperationType(b) if b < N_OPERATION_CODES else table[(b - N_OPERATION_CODES) % len(table)]
+        op_type = _OPERATION_OF_CODE[b] if b < N_OPERATION_CODES else table[(b - N_OPERATION_CODES) % len(table)]
         ins = _index_list(r)
         outs = _index_list(r)
         operations.append(TestOperation(op_type, ins, outs))
@@ -418,7 +460,17 @@ def _decode_literal(r: ByteReader, header: int) -> TestModel:
     counts = _count_consumers(operands, operations)
     for i, o in enumerate(operands):
         o.number_of_consumers = explicit[i] if explicit[i] is not None else counts[i]
-    return _new_model(TestSubgraph(operands, operations, inputs, outputs), bool(header & 2))
+    return TestSubgraph(operands, operations, inputs, outputs)
+
+
+def _decode_literal(r: ByteReader, header: int) -> TestModel:
+    explicit_consumers = bool(header & 4)
+    model = _new_model(_decode_subgraph(r, explicit_consumers, False), bool(header & 2))
+    for _ in range(min(r.varint(), MAX_REFERENCED)):
+        if not r.remaining:
+            break
+        model.referenced.append(_decode_subgraph(r, explicit_consumers, True))
+    return model
 
 
 # --- generated mode -------------------------------------------------------------------
@@ -848,19 +900,29 @@ def decode(data: bytes) -> FuzzCase:
 
 def encode(tm: TestModel, expected_outputs: bool = True, max_raw_bytes: int | None = None) -> bytes:
     """Bytes that :func:`decode` maps back to ``tm`` (literal mode): same operands, data,
-    operations, inputs, outputs and relaxed flag; names and the other metadata are not
-    encoded. ``expected_outputs=False`` leaves main outputs without data (seeds);
-    ``max_raw_bytes`` stores longer data as a hash fill instead (same shape, other values).
+    operations, inputs, outputs, referenced subgraphs and relaxed flag; names and the other
+    metadata are not encoded. ``expected_outputs=False`` leaves main outputs without data
+    (seeds); ``max_raw_bytes`` stores longer data as a hash fill instead (same shape, other
+    values).
 
-    Raises ValueError for what the format cannot hold: referenced subgraphs, ranks above
-    127, negative indexes, operation codes outside NNAPI's 106."""
-    if tm.referenced:
-        raise ValueError("referenced subgraphs are not encoded")
-    sg = tm.main
+    Raises ValueError for what the format cannot hold: more than MAX_OPERANDS operands or
+    MAX_REFERENCED referenced subgraphs, ranks above 127, negative indexes, operation codes
+    outside NNAPI's 106."""
+    if len(tm.referenced) > MAX_REFERENCED:
+        raise ValueError(f"{len(tm.referenced)} referenced subgraphs, at most {MAX_REFERENCED}")
     w = ByteWriter()
-    counts = _count_consumers(sg.operands, sg.operations)
-    explicit = any(o.number_of_consumers != c for o, c in zip(sg.operands, counts))
+    explicit = any(o.number_of_consumers != c for sg in (tm.main, *tm.referenced)
+                   for o, c in zip(sg.operands, _count_consumers(sg.operands, sg.operations)))
     w.u8((2 if tm.is_relaxed else 0) | (4 if explicit else 0))
+    _encode_subgraph(w, tm.main, explicit, expected_outputs, max_raw_bytes)
+    w.varint(len(tm.referenced))
+    for sg in tm.referenced:
+        _encode_subgraph(w, sg, explicit, expected_outputs, max_raw_bytes)
+    return bytes(w.out)
+
+
+def _encode_subgraph(w: ByteWriter, sg: TestSubgraph, explicit: bool, expected_outputs: bool,
+                     max_raw_bytes: int | None) -> None:
     w.varint(len(sg.operands))
     if len(sg.operands) > MAX_OPERANDS:
         raise ValueError(f"{len(sg.operands)} operands, at most {MAX_OPERANDS}")
@@ -911,7 +973,6 @@ def encode(tm: TestModel, expected_outputs: bool = True, max_raw_bytes: int | No
         w.varint(len(idxs))
         for i in idxs:
             w.varint(int(i))
-    return bytes(w.out)
 
 
 def _f32_bits(values) -> bytes:
@@ -927,7 +988,17 @@ def model_difference(a: TestModel, b: TestModel, data: bool = True) -> str | Non
     scales compare as binary32, any NaN equal to any other)."""
     if a.is_relaxed != b.is_relaxed:
         return "is_relaxed"
-    sa, sb = a.main, b.main
+    if len(a.referenced) != len(b.referenced):
+        return f"{len(a.referenced)} vs {len(b.referenced)} referenced subgraphs"
+    for name, sa, sb in [("main", a.main, b.main)] + [(f"referenced {k}", x, y) for k, (x, y)
+                                                       in enumerate(zip(a.referenced, b.referenced))]:
+        diff = _subgraph_difference(sa, sb, data)
+        if diff is not None:
+            return diff if name == "main" else f"{name}: {diff}"
+    return None
+
+
+def _subgraph_difference(sa: TestSubgraph, sb: TestSubgraph, data: bool) -> str | None:
     if len(sa.operands) != len(sb.operands):
         return f"{len(sa.operands)} vs {len(sb.operands)} operands"
     for i, (x, y) in enumerate(zip(sa.operands, sb.operands)):

@@ -14,6 +14,13 @@ Steps (:func:`check_case`):
    driver only, ``Execution`` with the decoded inputs and output buffers of the planned
    sizes, ``compute``.
 
+The *validation* target (:func:`check_validation`, ``python -m fuzz --target validation``)
+runs step 1 and the model half of step 2 only: decode, the reference ``validate_model``,
+the driver's ``get_supported_operations`` and ``prepare_model``, with the same findings
+(crash, masked crash, differential, contract) and no request, execution or front end. It
+exists for speed (thousands of inputs per second): model validation is where most of the
+input space is decided.
+
 Success and documented errors (HalError with an ErrorStatus on the HAL path, NnapiError
 with a ResultCode on the front end) are fine. Findings (:mod:`fuzz.findings`): any other
 exception (``crash``); a documented error wrapping a caught crash (``masked-crash``);
@@ -143,7 +150,20 @@ def check_case(case: FuzzCase, hal_device, device: Device | None, paths=("hal", 
     return findings
 
 
+def check_validation(case: FuzzCase, hal_device) -> list[Finding]:
+    """The validation-only target: ``case``'s HAL model (with its tweaks) through the
+    reference validator and the driver's ``get_supported_operations`` and ``prepare_model``;
+    nothing is executed. Returns the findings (empty when all is well)."""
+    try:
+        hal_model = to_hal_model(case.model)
+        apply_tweaks(case.tweaks, hal_model, Request([], [], []))  # request tweaks: no targets
+    except Exception as e:  # noqa: BLE001 - a crash of the test-model conversion itself
+        return [crash_finding("convert", e)]
+    return _hal_path(hal_model, None, hal_device)
+
+
 def _hal_path(hal_model, request, drv) -> list[Finding]:
+    """HAL checks of ``hal_model`` on driver ``drv``; ``request`` None: model calls only."""
     findings = []
     invalid = None
     try:
@@ -177,7 +197,7 @@ def _hal_path(hal_model, request, drv) -> list[Finding]:
         findings.append(crash_finding("hal:prepare_model", e))
     if invalid is not None and accepted:
         findings.append(_differential("hal:" + ", ".join(accepted), invalid))
-    if prepared is None or invalid is not None:
+    if prepared is None or invalid is not None or request is None:
         return findings
     bad_request = None
     try:
@@ -238,8 +258,15 @@ def _frontend_path(tm: TestModel, plan: int, device: Device) -> list[Finding]:
 class FuzzTarget:
     """The callable libFuzzer runs (``TestOneInput``): decode, check, record findings."""
 
+    #: The targets: ``full`` (HAL model, request and execution, and the front end) and
+    #: ``validation`` (model validation calls only, see :func:`check_validation`).
+    TARGETS = ("full", "validation")
+
     def __init__(self, driver: str, recorder: FindingRecorder, paths=("hal", "frontend"),
-                 skip: set[str] | None = None):
+                 skip: set[str] | None = None, target: str = "full"):
+        if target not in self.TARGETS:
+            raise ValueError(f"unknown fuzz target {target!r} (expected one of {', '.join(self.TARGETS)})")
+        self.target = target
         from runtime.drivers import load_driver
         self.skip = skip or set()  # sha1 of inputs that already hung or blew up (not re-run)
         self.driver = driver
@@ -256,6 +283,12 @@ class FuzzTarget:
             case = decode(data)
         except Rejected:
             return []
+        return self.check(case)
+
+    def check(self, case: FuzzCase) -> list[Finding]:
+        """Findings of one decoded ``case`` under this target."""
+        if self.target == "validation":
+            return check_validation(case, self.hal_device)
         return check_case(case, self.hal_device, self.device, self.paths)
 
     def __call__(self, data: bytes) -> None:
@@ -269,5 +302,5 @@ class FuzzTarget:
         except Exception as e:  # noqa: BLE001 - the decoder must be total: that is a finding too
             self.recorder.record(crash_finding("decode", e), None, data)
             return
-        for finding in check_case(case, self.hal_device, self.device, self.paths):
+        for finding in self.check(case):
             self.recorder.record(finding, case, data)

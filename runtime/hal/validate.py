@@ -352,6 +352,17 @@ def _check_references(where, opdef, views_in, views_out, model: Model) -> None:
             raise OperationError(f"subgraph reference {index} is out of range "
                                  f"({len(model.referenced)} referenced subgraphs)")
         sg = model.referenced[index]
+        # the referenced subgraph is checked after main: guard what is read of it here
+        n = len(sg.operands)
+        for kind, idxs in (("input", sg.input_indexes), ("output", sg.output_indexes)):
+            for j, i in enumerate(idxs):
+                if not 0 <= i < n:
+                    raise OperationError(f"referenced subgraph {index}: {kind} {j} refers to operand "
+                                         f"{i}, out of range ({n} operands)")
+                if not is_extension_type(sg.operands[i].type) and \
+                        sg.operands[i].type not in OperandType._value2member_map_:
+                    raise OperationError(f"referenced subgraph {index}: {kind} {j} (operand {i}) has "
+                                         f"type {sg.operands[i].type}, not a valid OperandType")
         return ([operand_view(sg.operands[i]) for i in sg.input_indexes],
                 [operand_view(sg.operands[i]) for i in sg.output_indexes])
     try:
