@@ -76,3 +76,12 @@ def test_operation_codes_quoted_in_docstrings_are_right():
             if name in Op.__members__ and Op[name] != int(code):
                 wrong.append(f"{module.__name__}: {name} ({code}), NNAPI code {int(Op[name])}")
     assert not wrong, wrong
+
+
+def test_all_106_operations_are_implemented():
+    # codes 0-105 (NeuralNetworksTypes.h): IF/WHILE ... REVERSE complete the set at FL4-7
+    assert set(ops.implemented()) == set(Op) and len(Op) == 106
+    levels = {op: ops.get(op).min_feature_level for op in (Op.IF, Op.WHILE, Op.ELU, Op.FILL, Op.RANK,
+                                                            Op.BATCH_MATMUL, Op.PACK, Op.MIRROR_PAD, Op.REVERSE)}
+    assert levels == {Op.IF: 4, Op.WHILE: 4, Op.ELU: 4, Op.FILL: 4, Op.RANK: 4, Op.BATCH_MATMUL: 6,
+                      Op.PACK: 6, Op.MIRROR_PAD: 7, Op.REVERSE: 7}
