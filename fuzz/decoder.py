@@ -90,6 +90,17 @@ bytes read one decision at a time, biased toward models that pass validation::
     Outputs no later operation reads become model outputs; every new SUBGRAPH_INPUT is a
     model input in creation order.
 
+A TENSOR_QUANT8_SYMM_PER_CHANNEL operand gets ``channel_quant``: the channel dimension the
+operation reads (DEPTHWISE_CONV_2D 3, others 0) and one scale per channel (an escape picks
+another dimension, a wrong count or a hostile scale). An IF or WHILE (when the table has
+them) is built with its referenced subgraphs instead of a signature: a data value x (an
+earlier operand or a new model input of one of _CONTROL_FLOW_TYPES); IF: a TENSOR_BOOL8 [1]
+condition, then and else branches each ``y = op(x)`` with ``op`` a shape-preserving table
+operation (:func:`_body_operations`); WHILE over (x, i): condition ``LESS(i, limit)`` and
+body ``(op(x), ADD(i, 1))`` with i in [-2, 2] and limit in [1, 4] (at most 6 rounds).
+Branch and body operands declare x's dimensions, unknown ones or an unknown rank; an escape
+names an arbitrary subgraph index or gives a body output other dimensions.
+
 HAL tweak section (header bit 3), at most MAX_TWEAKS records, each::
 
     u8      kind (byte % len(TWEAK_KINDS))
@@ -114,7 +125,7 @@ from runtime import ops
 from runtime.hal.memory import SharedMemory
 from runtime.hal.types import (DataLocation, ExtensionNameAndPrefix, Model, Request,
                                SymmPerChannelQuantParams)
-from runtime.ops.base import OpContext, OperandView
+from runtime.ops.base import Arg, OpContext, OperandView
 from runtime.testing.test_model import TestModel, TestOperand, TestOperation, TestSubgraph
 from runtime.types import (OperandLifeTime, OperandType, OperationType, is_tensor_type,
                            operand_dtype)
@@ -485,6 +496,47 @@ _SCALAR_RANGES = {
 }
 
 
+_QUANT_TYPES = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
+                T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT16_SYMM)
+#: Data types of generated IF / WHILE values.
+_CONTROL_FLOW_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM,
+                       T.TENSOR_QUANT8_ASYMM_SIGNED)
+_BODY_CACHE: dict = {}
+
+
+def _body_operations(t: OperandType, table) -> list:
+    """(OperationType, Signature) of the table operations that map one tensor of type ``t``
+    (given once or twice) and at most an INT32 fused activation to one output of type ``t``
+    of the same shape: the bodies of generated IF branches and WHILE loops."""
+    key = (t, len(table))
+    if key not in _BODY_CACHE:
+        found = []
+        for opdef in table:
+            if opdef.type in (OperationType.IF, OperationType.WHILE) or opdef.variadic \
+                    or opdef.variadic_outputs:
+                continue
+            for sig in opdef.signatures:
+                if len(sig.outputs) == 1 and sig.outputs[0].type == t and sig.inputs \
+                        and sig.inputs[0].type == t and len(sig.inputs) <= 3 \
+                        and all((a.type == t and not a.optional) or (a.type == T.INT32 and a.name == "activation")
+                                for a in sig.inputs):
+                    found.append((opdef.type, sig))
+                    break
+        _BODY_CACHE[key] = found
+    return _BODY_CACHE[key]
+
+
+def _operand(t, dims, lifetime, scale=0.0, zp=0, data=None) -> TestOperand:
+    return TestOperand(T(t), [int(d) for d in dims], float(np.float32(scale)), int(zp), lifetime, 0, False,
+                       None, data)
+
+
+def _subgraph(operands, operations, inputs, outputs) -> TestSubgraph:
+    for o, c in zip(operands, _count_consumers(operands, operations)):
+        o.number_of_consumers = c
+    return TestSubgraph(operands, operations, inputs, outputs)
+
+
 class _Generator:
     """Builds a generated-mode model decision by decision (see module docstring)."""
 
@@ -495,6 +547,7 @@ class _Generator:
         self.operations: list[TestOperation] = []
         self.inputs: list[int] = []
         self.dims_of: dict[int, tuple] = {}  # known actual shapes (temporaries: inferred)
+        self.referenced: list[TestSubgraph] = []  # IF / WHILE subgraphs
 
     # hostile-escape helpers
     def hostile(self) -> bool:
@@ -530,9 +583,9 @@ class _Generator:
             return b * 257
         return 0
 
-    def add(self, t, dims, lifetime, scale=0.0, zp=0, data=None) -> int:
+    def add(self, t, dims, lifetime, scale=0.0, zp=0, data=None, channel_quant=None) -> int:
         self.operands.append(TestOperand(T(t), [int(d) for d in dims], float(np.float32(scale)),
-                                         int(zp), lifetime, 0, False, None, data))
+                                         int(zp), lifetime, 0, False, channel_quant, data))
         idx = len(self.operands) - 1
         if lifetime == L.SUBGRAPH_INPUT:
             self.inputs.append(idx)
@@ -637,14 +690,128 @@ class _Generator:
                  T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT16_SYMM):
             if quant_like is not None and r.u8() % 4:
                 scale, zp = quant_like
+                if t in (T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT16_SYMM):
+                    zp = 0  # symmetric: input 0's scale, zero point 0
             else:
                 scale, zp = self.scale(), self.zero_point(t)
         elif t == T.TENSOR_INT32 and slot.name == "bias" and ctx.get("bias_scale"):
             scale = ctx["bias_scale"] if r.u8() % 8 else self.scale()
+        cq = self.channel_quant(dims, ctx["op"]) if t == T.TENSOR_QUANT8_SYMM_PER_CHANNEL else None
         data = self.values(t, dims, slot.name, ctx)
         if lifetime == L.CONSTANT_REFERENCE and data is None:
             lifetime = L.CONSTANT_COPY  # the schema has no valueless memory constant
-        return self.add(t, dims, lifetime, scale, zp, data)
+        return self.add(t, dims, lifetime, scale, zp, data, cq)
+
+    def channel_quant(self, dims, op_type) -> tuple:
+        """Per-channel parameters for a TENSOR_QUANT8_SYMM_PER_CHANNEL operand of ``dims``:
+        the channel dimension the operation reads (DEPTHWISE_CONV_2D: 3, others: 0), one
+        scale per channel; an escape picks another dimension or a wrong scale count."""
+        r = self.r
+        channel_dim = 3 if op_type == OperationType.DEPTHWISE_CONV_2D and len(dims) > 3 else 0
+        n = int(dims[channel_dim]) if len(dims) > channel_dim else 1
+        if self.hostile():
+            if r.u8() & 1:
+                channel_dim = r.u8() % 5
+            else:
+                n = r.u8() % 5
+        scales = tuple(SCALES[(r.u8() + k) % len(SCALES)] for k in range(min(n, 64)))
+        if n and self.hostile():
+            scales = scales[:-1] + (r.pick(HOSTILE_FLOATS),)
+        return scales, channel_dim
+
+    # control flow (IF / WHILE with referenced subgraphs)
+    def reference(self, sg: TestSubgraph) -> int:
+        """A SUBGRAPH operand (main graph) naming ``sg``, appended to the referenced
+        subgraphs; an escape names an arbitrary index instead."""
+        self.referenced.append(sg)
+        index = len(self.referenced) - 1
+        if self.hostile():
+            index = self.r.u8() % 8
+        return self.add(T.SUBGRAPH, [], L.SUBGRAPH, data=np.asarray(index, np.uint32).reshape(()))
+
+    def loop_value(self, t: OperandType, p: int) -> int:
+        """An operand of type ``t`` with known dimensions for a control-flow data input: an
+        earlier one, or a new model input."""
+        x = self.reuse(Arg("input", t, None))
+        if x is not None and x in self.dims_of:
+            return x
+        dims = [self.dim(p) for _ in range(1 + self.r.u8() % 4)]
+        scale, zp = (self.scale(), self.zero_point(t)) if t in _QUANT_TYPES else (0.0, 0)
+        return self.add(t, dims, L.SUBGRAPH_INPUT, scale, zp,
+                        self.values(t, dims, "input", {"rank0": len(dims)}))
+
+    def inner_dims(self, dims) -> list[int]:
+        """Declared dimensions of a referenced subgraph operand: the actual ones, all
+        unknown, or (an unknown rank) none."""
+        b = self.r.u8() % 8
+        return list(dims) if b < 5 else [0] * len(dims) if b < 7 else []
+
+    def body(self, operands: list, operations: list, x: int, t: OperandType, table) -> int:
+        """Append to a referenced subgraph one shape-preserving operation of the table on
+        operand ``x`` (of type ``t``); returns its output (same type, quantization and
+        declared dimensions as ``x``, lifetime SUBGRAPH_OUTPUT)."""
+        choices = _body_operations(t, table)
+        op_type, sig = choices[self.r.u8() % len(choices)]
+        ins = []
+        for a in sig.inputs:
+            if a.type == t:
+                ins.append(x)
+            else:  # the fused activation: a constant
+                operands.append(_operand(T.INT32, [], L.CONSTANT_COPY,
+                                         data=np.asarray(self.r.u8() % 4, np.int32).reshape(())))
+                ins.append(len(operands) - 1)
+        xo = operands[x]
+        dims = xo.dimensions if not self.hostile() else [d + 1 for d in xo.dimensions]
+        operands.append(_operand(t, dims, L.SUBGRAPH_OUTPUT, xo.scale, xo.zero_point))
+        operations.append(TestOperation(op_type, ins, [len(operands) - 1]))
+        return len(operands) - 1
+
+    def control_flow(self, op_type: OperationType, table) -> None:
+        """An IF or a WHILE with its referenced subgraphs (see the module docstring)."""
+        r = self.r
+        types = [t for t in _CONTROL_FLOW_TYPES if _body_operations(t, table)]
+        t = types[r.u8() % len(types)]
+        p = 2 + r.u8() % 3
+        x = self.loop_value(t, p)
+        xo = self.operands[x]
+        dims = self.dims_of.get(x, tuple(xo.dimensions))
+        if op_type == OperationType.IF:
+            refs = []
+            for _ in range(2):  # the then and else branches
+                operands = [_operand(t, self.inner_dims(dims), L.SUBGRAPH_INPUT, xo.scale, xo.zero_point)]
+                operations: list[TestOperation] = []
+                out = self.body(operands, operations, 0, t, table)
+                refs.append(self.reference(_subgraph(operands, operations, [0], [out])))
+            if r.u8() % 4:
+                cond = self.add(T.TENSOR_BOOL8, [1], L.SUBGRAPH_INPUT, data=np.asarray([bool(r.u8() & 1)]))
+            else:
+                cond = self.add(T.TENSOR_BOOL8, [1], L.CONSTANT_COPY, data=np.asarray([bool(r.u8() & 1)]))
+            ins = [cond, *refs, x]
+        else:  # WHILE over (x, i): x = body(x), i += 1 while i < limit (at most 6 rounds)
+            i = self.add(T.TENSOR_FLOAT32, [1], L.SUBGRAPH_INPUT,
+                         data=np.asarray([float(r.u8() % 5) - 2.0], np.float32))
+            limit = np.asarray([float(1 + r.u8() % 4)], np.float32)
+            # condition(x, i) = LESS(i, limit)
+            operands = [_operand(t, self.inner_dims(dims), L.SUBGRAPH_INPUT, xo.scale, xo.zero_point),
+                        _operand(T.TENSOR_FLOAT32, [1], L.SUBGRAPH_INPUT),
+                        _operand(T.TENSOR_FLOAT32, [1], L.CONSTANT_COPY, data=limit),
+                        _operand(T.TENSOR_BOOL8, [1], L.SUBGRAPH_OUTPUT)]
+            cond = self.reference(_subgraph(operands, [TestOperation(OperationType.LESS, [1, 2], [3])],
+                                            [0, 1], [3]))
+            # body(x, i) = (op(x), ADD(i, 1))
+            operands = [_operand(t, self.inner_dims(dims), L.SUBGRAPH_INPUT, xo.scale, xo.zero_point),
+                        _operand(T.TENSOR_FLOAT32, [1], L.SUBGRAPH_INPUT),
+                        _operand(T.TENSOR_FLOAT32, [1], L.CONSTANT_COPY, data=np.ones(1, np.float32)),
+                        _operand(T.INT32, [], L.CONSTANT_COPY, data=np.asarray(0, np.int32).reshape(())),
+                        _operand(T.TENSOR_FLOAT32, [1], L.SUBGRAPH_OUTPUT)]
+            operations = [TestOperation(OperationType.ADD, [1, 2, 3], [4])]
+            out = self.body(operands, operations, 0, t, table)
+            body = self.reference(_subgraph(operands, operations, [0, 1], [out, 4]))
+            ins = [cond, body, x, i]
+        y = self.add(t, list(dims) if r.u8() % 4 else [0] * len(dims), L.TEMPORARY_VARIABLE,
+                     xo.scale, xo.zero_point)
+        self.dims_of[y] = tuple(dims)
+        self.operations.append(TestOperation(op_type, ins, [y]))
 
     def operation(self, table) -> None:
         r = self.r
@@ -655,6 +822,9 @@ class _Generator:
         else:
             opdef = table[b % len(table)]
             op_type = opdef.type
+        if op_type in (OperationType.IF, OperationType.WHILE) and getattr(opdef, "check_references", None):
+            self.control_flow(op_type, table)
+            return
         sig = opdef.signatures[r.u8() % len(opdef.signatures)]
         in_slots = list(sig.inputs)
         if opdef.variadic:  # the repeating slot: CONCATENATION's first, PACK's second
@@ -693,11 +863,12 @@ class _Generator:
             else:
                 dims = []
             scale, zp = 0.0, 0
-            if slot.type in (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED):
+            if slot.type in _QUANT_TYPES:
                 b = r.u8()
                 if op_type in (OperationType.LOGISTIC, OperationType.SOFTMAX) and b % 8:
                     scale, zp = 1 / 256, (0 if slot.type == T.TENSOR_QUANT8_ASYMM else -128)
-                elif quant_like is not None and b % 8:
+                elif quant_like is not None and b % 8 and slot.type not in (T.TENSOR_QUANT8_SYMM,
+                                                                          T.TENSOR_QUANT16_SYMM):
                     scale, zp = quant_like
                 else:
                     scale, zp = self.scale(), self.zero_point(slot.type)
@@ -732,8 +903,10 @@ class _Generator:
             dims = self.dims_of.get(i)
             if dims is None and not omitted and is_tensor_type(o.type):
                 return None
+            cq = None if o.channel_quant is None else (np.asarray(o.channel_quant[0], np.float32),
+                                                       o.channel_quant[1])
             views.append(OperandView(o.type, tuple(dims or ()), o.scale, o.zero_point,
-                                     o.data if o.lifetime != L.TEMPORARY_VARIABLE else None, omitted))
+                                     o.data if o.lifetime != L.TEMPORARY_VARIABLE else None, omitted, cq))
         for i, v in zip(ins, views):
             if v.value is None and not v.omitted and self.operands[i].lifetime == L.TEMPORARY_VARIABLE \
                     and not is_tensor_type(v.type):
@@ -765,7 +938,9 @@ def _decode_generated(r: ByteReader, header: int) -> TestModel:
     counts = _count_consumers(g.operands, g.operations)
     for i, o in enumerate(g.operands):
         o.number_of_consumers = counts[i]
-    return _new_model(TestSubgraph(g.operands, g.operations, g.inputs, outputs), bool(header & 2))
+    model = _new_model(TestSubgraph(g.operands, g.operations, g.inputs, outputs), bool(header & 2))
+    model.referenced = g.referenced
+    return model
 
 
 # --- tweaks ---------------------------------------------------------------------------

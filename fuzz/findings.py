@@ -232,10 +232,7 @@ def _type_name(t) -> str:
     return "SUBGRAPH" if int(t) == int(OperandType.SUBGRAPH) else OperandType(t).name
 
 
-def model_json(tm: TestModel, extra: dict | None = None) -> dict:
-    """The corpus-schema JSON object of ``tm`` (main subgraph only), with ``extra`` under
-    the key ``fuzz``."""
-    sg = tm.main
+def _subgraph_json(sg) -> dict:
     operands = []
     for o in sg.operands:
         cq = None
@@ -246,16 +243,22 @@ def model_json(tm: TestModel, extra: dict | None = None) -> dict:
                          "scale": float(np.float32(o.scale)), "zero_point": int(o.zero_point),
                          "lifetime": L(o.lifetime).name, "number_of_consumers": int(o.number_of_consumers),
                          "is_ignored": bool(o.is_ignored), "channel_quant": cq, "data": _data_json(o)})
+    return {"operands": operands,
+            "operations": [{"type": op.type.name, "inputs": [int(i) for i in op.inputs],
+                            "outputs": [int(i) for i in op.outputs]} for op in sg.operations],
+            "input_indexes": [int(i) for i in sg.input_indexes],
+            "output_indexes": [int(i) for i in sg.output_indexes]}
+
+
+def model_json(tm: TestModel, extra: dict | None = None) -> dict:
+    """The corpus-schema JSON object of ``tm`` (main and referenced subgraphs), with
+    ``extra`` under the key ``fuzz``."""
     doc = {"name": tm.name, "spec": tm.spec, "version": tm.version,
            "min_supported_version": tm.min_supported_version, "expect_failure": bool(tm.expect_failure),
            "is_relaxed": bool(tm.is_relaxed),
            "expected_multinomial_distribution_tolerance": float(tm.multinomial_tolerance),
-           "main": {"operands": operands,
-                    "operations": [{"type": op.type.name, "inputs": [int(i) for i in op.inputs],
-                                    "outputs": [int(i) for i in op.outputs]} for op in sg.operations],
-                    "input_indexes": [int(i) for i in sg.input_indexes],
-                    "output_indexes": [int(i) for i in sg.output_indexes]},
-           "referenced": []}
+           "main": _subgraph_json(tm.main),
+           "referenced": [_subgraph_json(sg) for sg in tm.referenced]}
     if extra:
         doc["fuzz"] = extra
     return doc
