@@ -391,3 +391,32 @@ def test_hal_request_of_a_corpus_if_model():
     expected = tm.main.operands[tm.main.output_indexes[0]].data
     # else branch: x - 10 (the corpus's expected output, computed by AOSP's generator)
     assert np.array_equal(read_outputs(tm, request, shapes)[0], expected)
+
+
+def test_two_device_plan_runs_an_add_then_an_if():
+    # main: t = x + 0 (ADD: sample-minimal), y = IF(cond, t + 10, t - 10) (IF: sample)
+    then_m, else_m = binary_model(Op.ADD, 10.0), binary_model(Op.SUB, 10.0)
+    m = Model()
+    cond, x = m.add_operand(B8, [1]), m.add_operand(F32, [2])
+    zero = m.add_operand(F32, [1])
+    m.set_operand_value(zero, np.array([0], np.float32))
+    a = m.add_operand(T.INT32)
+    m.set_operand_value(a, np.int32(0))
+    t = m.add_operand(F32, [2])
+    m.add_operation(Op.ADD, [x, zero, a], [t])
+    tr, er = m.add_operand(T.SUBGRAPH), m.add_operand(T.SUBGRAPH)
+    m.set_operand_value_from_model(tr, then_m)
+    m.set_operand_value_from_model(er, else_m)
+    y = m.add_operand(F32, [2])
+    m.add_operation(Op.IF, [cond, tr, er, t], [y])
+    _finish(m, [cond, x], [y])
+    c = Compilation.create_for_devices(m, get_devices(["sample-minimal", "sample"]))
+    c.finish()
+    assert c.device_names == ["nncts-sample-minimal", "nncts-sample"]
+    e = Execution(c)
+    e.set_input(0, np.array([False]))
+    e.set_input(1, np.array([3, 4], np.float32))
+    out = np.zeros(2, np.float32)
+    e.set_output(0, out)
+    e.compute()
+    assert out.tolist() == [-7, -6]  # [3, 4] + 0 - 10
