@@ -38,8 +38,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Modules instrumented for coverage by the validation target (the full target: all of runtime).
-VALIDATION_INSTRUMENTED = ("runtime.hal.validate", "runtime.ops", "runtime.drivers")
+#: Instrumentation of the validation target (the full target: all of runtime, control and
+#: data flow): see :func:`instrument_for_validation`.
+VALIDATION_DATAFLOW = ("runtime.hal.validate",)
+VALIDATION_CONTROL_FLOW = ("runtime.ops", "runtime.drivers")
+VALIDATION_UNINSTRUMENTED = ("runtime.ops.base",)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -110,28 +113,62 @@ def make_seeds(directory: Path) -> int:
 
 def child_main(args, libfuzzer_args: list[str]) -> None:
     import atheris
-    import importlib
-    import pkgutil
-    # The validation target instruments only the code it runs (the validator, the operation
-    # table's validate/prepare rules and the drivers): instrumented code runs about half
-    # as fast, and the converters and data types give no useful coverage signal.
-    include = ["runtime"] if args.target == "full" else list(VALIDATION_INSTRUMENTED)
+    driver_top = None
     if ":" in args.driver:
         top = args.driver.split(":", 1)[0].split(".")[0]
         if top not in ("runtime", "fuzz"):
-            include.append(top)
-    with atheris.instrument_imports(include=include):
-        import runtime
-        for info in pkgutil.walk_packages(runtime.__path__, "runtime."):
-            importlib.import_module(info.name)  # lazy imports inside functions get instrumented too
-        from fuzz.findings import FindingRecorder
-        from fuzz.target import FuzzTarget
-        recorder = FindingRecorder(Path(args.findings), args.driver, args.max_findings)
-        converted = Path(args.findings) / "artifacts" / "converted"
-        known = {p.name.split("-", 1)[1] for p in converted.glob("*-*")} if converted.is_dir() else set()
-        target = FuzzTarget(args.driver, recorder, args.paths.split(","), skip=known, target=args.target)
+            driver_top = top
+    if args.target == "full":  # every runtime module, control and data flow
+        include = ["runtime"] + ([driver_top] if driver_top else [])
+        with atheris.instrument_imports(include=include):
+            target = _make_target(args)
+    else:
+        target = _make_target(args)
+        instrument_for_validation(extra_dataflow=(driver_top,) if driver_top else ())
     atheris.Setup([sys.argv[0], *libfuzzer_args], target)
     atheris.Fuzz()
+
+
+def _make_target(args):
+    import importlib
+    import pkgutil
+    import runtime
+    for info in pkgutil.walk_packages(runtime.__path__, "runtime."):
+        importlib.import_module(info.name)  # lazy imports inside functions get instrumented too
+    from fuzz.findings import FindingRecorder
+    from fuzz.target import FuzzTarget
+    recorder = FindingRecorder(Path(args.findings), args.driver, args.max_findings)
+    converted = Path(args.findings) / "artifacts" / "converted"
+    known = {p.name.split("-", 1)[1] for p in converted.glob("*-*")} if converted.is_dir() else set()
+    return FuzzTarget(args.driver, recorder, args.paths.split(","), skip=known, target=args.target)
+
+
+def _under(module: str, prefixes) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in prefixes)
+
+
+def instrument_for_validation(extra_dataflow=()) -> int:
+    """Instrument, after import, the functions the validation target's coverage is read
+    from: :data:`VALIDATION_DATAFLOW` (and ``extra_dataflow``, a third-party driver's
+    package) with control and data flow (comparisons), :data:`VALIDATION_CONTROL_FLOW`
+    with control flow only; everything else (converters, data types, the decoder, the
+    operation table's generic signature matching in runtime.ops.base) runs uninstrumented.
+    Instrumented code runs at about half speed and comparison tracing costs a further
+    fifth, hence the split. Returns the number of functions instrumented."""
+    import gc
+    import types
+    from atheris.instrument_bytecode import patch_code
+    dataflow = VALIDATION_DATAFLOW + tuple(extra_dataflow)
+    n = 0
+    for f in [o for o in gc.get_objects() if isinstance(o, types.FunctionType)]:
+        module = getattr(f, "__module__", None) or ""
+        if _under(module, VALIDATION_UNINSTRUMENTED):
+            continue
+        df = _under(module, dataflow)
+        if df or _under(module, VALIDATION_CONTROL_FLOW):
+            f.__code__ = patch_code(f.__code__, trace_dataflow=df)
+            n += 1
+    return n
 
 
 # --- artifacts --------------------------------------------------------------------------

@@ -496,6 +496,14 @@ _SCALAR_RANGES = {
 }
 
 
+def _to_f32(x: float) -> float:
+    """``x`` rounded to binary32 (as a Python float)."""
+    try:
+        return _F32.unpack(_F32.pack(x))[0]
+    except (OverflowError, TypeError, struct.error):
+        return float(np.float32(x))
+
+
 _QUANT_TYPES = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
                 T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT16_SYMM)
 #: Data types of generated IF / WHILE values.
@@ -584,13 +592,15 @@ class _Generator:
         return 0
 
     def add(self, t, dims, lifetime, scale=0.0, zp=0, data=None, channel_quant=None) -> int:
-        self.operands.append(TestOperand(T(t), [int(d) for d in dims], float(np.float32(scale)),
-                                         int(zp), lifetime, 0, False, channel_quant, data))
+        t = t if type(t) is T else T(t)
+        dims = [int(d) for d in dims]
+        self.operands.append(TestOperand(t, dims, _to_f32(scale), int(zp), lifetime, 0, False,
+                                         channel_quant, data))
         idx = len(self.operands) - 1
         if lifetime == L.SUBGRAPH_INPUT:
             self.inputs.append(idx)
-        if _dims_known(T(t), dims):
-            self.dims_of[idx] = tuple(int(d) for d in dims)
+        if _dims_known(t, dims):
+            self.dims_of[idx] = tuple(dims)
         return idx
 
     # values
@@ -627,10 +637,9 @@ class _Generator:
                           "end": (0, 4), "strides": (1, 2), "shape": (-1, 4),
                           "axis": (-rank0, max(rank0 - 1, 0)), "squeeze_dims": (0, max(rank0 - 1, 0)),
                           "keys": (0, 4), "lookups": (0, 3), "bias": (-8, 8)}.get(name, (-1, 4))
-                vals = [self.small(lo, hi) for _ in range(min(n, 8))]
-                vals = (vals * (n // len(vals) + 1))[:n]
+                vals = [self.small(lo, hi) for _ in range(min(n, 8))]  # repeated to n below
             arr = np.asarray([v & 0xFFFFFFFF for v in vals], np.uint64).astype(np.uint32).view(np.int32)
-            return arr.reshape(tuple(dims))
+            return np.resize(arr, n).reshape(tuple(dims))
         kind = r.u8()
         if kind >= self.escape and dtype.kind == "f":
             arr = fill_values(t, n, r.u32())
@@ -925,7 +934,7 @@ class _Generator:
 
 def _decode_generated(r: ByteReader, header: int) -> TestModel:
     g = _Generator(r, (header >> 4) & 3)
-    table = [ops.REGISTRY[t] for t in sorted(ops.REGISTRY)]
+    table = [ops.REGISTRY[t] for t in _table_codes()]
     for _ in range(1 + r.u8() % 4):
         g.operation(table)
     consumed = {i for op in g.operations for i in op.inputs}
