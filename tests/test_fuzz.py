@@ -155,10 +155,11 @@ def seeds(tmp_path_factory):
     return path
 
 
-def _fuzz(tmp_path: Path, seeds: Path, driver: str, runs: int) -> tuple[subprocess.CompletedProcess, Path]:
+def _fuzz(tmp_path: Path, seeds: Path, driver: str, runs: int,
+          target: str = "full") -> tuple[subprocess.CompletedProcess, Path]:
     findings = tmp_path / "findings"
     proc = subprocess.run([sys.executable, "-m", "fuzz", "--driver", driver, "--findings", str(findings),
-                           "--seeds", str(seeds), f"-runs={runs}", "-seed=1", "-timeout=60"],
+                           "--target", target, "--seeds", str(seeds), f"-runs={runs}", "-seed=1", "-timeout=60"],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     return proc, findings
 
@@ -171,6 +172,41 @@ def test_short_run_on_the_sample_driver_finds_nothing(tmp_path, seeds):
     assert f"stat::number_of_executed_units: {runs}" in proc.stderr
     assert not list(findings.glob("V_FUZZ/*.json.gz")) and not list(findings.glob("inputs/*"))
     assert "0 new finding(s)" in proc.stderr
+
+
+def test_validation_target_short_run_finds_nothing(tmp_path, seeds):
+    runs = len(list(seeds.iterdir())) + 3000  # every seed once, then 3000 mutated inputs
+    proc, findings = _fuzz(tmp_path, seeds, "sample", runs, "validation")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"#{runs}\tDONE" in proc.stderr and "cov:" in proc.stderr
+    assert not list(findings.glob("V_FUZZ/*.json.gz")) and not list(findings.glob("inputs/*"))
+
+
+def test_validation_target_catches_lax_quantization_checks(tmp_path, seeds):
+    proc, findings = _fuzz(tmp_path, seeds, "tests.broken_drivers:LaxScaleDriver", 1300, "validation")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    files = sorted((findings / "V_FUZZ").glob("differential_*.json.gz"))
+    assert files and "driver accepted an invalid model (hal:" in proc.stderr, proc.stderr[-3000:]
+
+
+def test_validation_target_does_not_execute(monkeypatch):
+    """The validation target stops after prepare_model: no request, execution or front end."""
+    from fuzz.findings import FindingRecorder
+    from fuzz.target import FuzzTarget
+    from runtime.drivers.sample import SamplePreparedModel
+    from runtime.nnapi import Compilation
+    tm = next(iter_corpus([CORPUS / "V1_0"]))
+
+    def boom(*args, **kwargs):
+        raise AssertionError("executed")
+    monkeypatch.setattr(SamplePreparedModel, "execute_synchronously", boom)
+    monkeypatch.setattr(Compilation, "create_for_devices", boom)
+    target = FuzzTarget("sample", FindingRecorder(None, "sample", quiet=True), target="validation")
+    assert target.run(encode(tm, expected_outputs=False)) == []
+    full = FuzzTarget("sample", FindingRecorder(None, "sample", quiet=True))
+    assert [f.kind for f in full.run(encode(tm, expected_outputs=False))] == ["crash", "crash"]
+    with pytest.raises(ValueError, match="unknown fuzz target"):
+        FuzzTarget("sample", FindingRecorder(None, "sample", quiet=True), target="nope")
 
 
 def test_lax_quantization_checks_are_caught_and_replay_in_the_cts(tmp_path, seeds):
