@@ -3,7 +3,8 @@
 * :mod:`fuzz.decoder` — fuzz bytes to a test model in the corpus schema (plus HAL tweaks
   and an output buffer plan), and the encoder from corpus models to seed inputs;
 * :mod:`fuzz.target` — one iteration: the HAL path and the front-end path on the driver,
-  checked against the reference validator;
+  checked against the reference validator (the *full* target), or model validation only
+  (the fast *validation* target, ``--target validation``);
 * :mod:`fuzz.findings` — what counts as a finding, and how it is stored as a replayable
   corpus model (``<findings>/V_FUZZ/*.json.gz``, run by ``pytest cts/ --corpus <findings>``);
 * ``python -m fuzz`` (:mod:`fuzz.__main__`) — the command line.

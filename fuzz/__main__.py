@@ -9,6 +9,15 @@ Usage::
     python -m fuzz --driver NAME --replay FINDING_OR_DIR...   # re-run saved findings
     python -m fuzz --make-seeds DIR                           # encode the CTS corpus
 
+Targets (``--target``): ``full`` (default) runs each input through the HAL (model, request,
+execution) and the front end (:func:`fuzz.target.check_case`), with every runtime module
+instrumented (control and data flow); ``validation`` stops after model validation
+(decode, the reference ``validate_model``, the driver's ``get_supported_operations`` and
+``prepare_model``: :func:`fuzz.target.check_validation`) and instruments only
+``runtime.hal.validate`` (control and data flow), the operation table's rule modules and
+the drivers (control flow), and a third-party driver's package (control and data flow), for
+several times the full target's speed (:func:`instrument_for_validation`).
+
 The command supervises a child process that runs libFuzzer (its statistics lines, ``#N
 ... cov: ... ft: ... exec/s: ...``, and the final ``stat::`` lines go to stderr). Findings
 are saved by the child as they happen (:mod:`fuzz.findings`); when libFuzzer itself stops
