@@ -812,7 +812,7 @@ def _removed_operand_sites(model: Model) -> list:
     removable = {}
     for op in sg.operations:
         for j, i in enumerate(op.inputs):
-            removable[i] = removable.get(i, True) and _remove_input_skip(op, j)
+            removable[i] = removable.get(i, True) and _remove_input_skip(op, j, sg)
     return [i for i in range(len(sg.operands))
             if consumers[i] > 0 and i not in skip and not removable.get(i, False)]
 
@@ -865,9 +865,27 @@ def _removed_operation(model: Model, site) -> ModelMutant:
 
 # 17. removed operation input ---------------------------------------------------------
 
-def _remove_input_skip(op: Operation, j: int) -> bool:
+def _matches_without(op: Operation, j: int, sg: Subgraph) -> bool:
+    """Whether ``op`` without its input ``j`` still matches a signature of the operation
+    table (types, counts, ranks): e.g. one tensor fewer of a variadic PACK."""
+    from runtime.hal.validate import operand_view
+    opdef = None if is_extension_type(op.type) else ops.get(op.type)
+    if opdef is None:
+        return False
+
+    def view(k):
+        o = sg.operands[k]
+        return operand_view(o, None, o.lifetime == L.NO_VALUE)
+    ins = [view(k) for n, k in enumerate(op.inputs) if n != j]
+    return opdef.match(ins, [view(k) for k in op.outputs]) is not None
+
+
+def _remove_input_skip(op: Operation, j: int, sg: Subgraph | None = None) -> bool:
     """AOSP ``removeOperationInputSkip``: inputs whose removal leaves a valid operation
-    (optional trailing parameters, CONCATENATION's tensors)."""
+    (optional trailing parameters, CONCATENATION's tensors), and, from the operation table,
+    any input without which the operation still matches a signature (given ``sg``)."""
+    if sg is not None and _matches_without(op, j, sg):
+        return True
     n = len(op.inputs)
     t = op.type
     if t == OT.CONCATENATION:
@@ -895,7 +913,7 @@ def _remove_input_skip(op: Operation, j: int) -> bool:
 
 def _removed_operation_input_sites(model: Model) -> list:
     return [(k, j) for k, op in enumerate(model.main.operations) for j in range(len(op.inputs))
-            if not _remove_input_skip(op, j)]
+            if not _remove_input_skip(op, j, model.main)]
 
 
 @_kind("removed_operation_input", "model", "removeOperationInputTest", _removed_operation_input_sites)
