@@ -4,6 +4,7 @@ criteria."""
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -66,6 +67,18 @@ def variant(tm: TestModel, mode: Mode) -> TestModel:
     return tm
 
 
+def scratch_dir() -> str | None:
+    """Where cache-mode compilations put their cache files when no ``workdir`` is given: a
+    memory file system (``/dev/shm``) when there is a writable one, since creating and
+    removing a few small files per model costs milliseconds on a disk and the caches never
+    outlive the test; else the system's temporary directory (None)."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+
+
+SCRATCH = scratch_dir()
+
+
 def _compile(model: Model, device: Device, tm: TestModel, mode: Mode, workdir: Path | None) -> Compilation:
     """Compile for ``device`` only; in cache mode compile once to write the cache, then again
     (from the cache) and return that second compilation."""
@@ -79,7 +92,7 @@ def _compile(model: Model, device: Device, tm: TestModel, mode: Mode, workdir: P
     if not mode.cache:
         return compile_once()
     token = hashlib.sha256(tm.test_id.encode()).digest()
-    cache_dir = Path(tempfile.mkdtemp(prefix="nncts-cache-", dir=workdir))
+    cache_dir = Path(tempfile.mkdtemp(prefix="nncts-cache-", dir=workdir or SCRATCH))
     try:
         compile_once(cache_dir, token)
         return compile_once(cache_dir, token)
@@ -109,7 +122,7 @@ def bad_cache_compilations(model: Model, device: Device, tm: TestModel, workdir:
     if device.hal.get_number_of_cache_files_needed() == (0, 0):
         return
     token = hashlib.sha256(tm.test_id.encode()).digest()
-    base = Path(tempfile.mkdtemp(prefix="nncts-badcache-", dir=workdir))
+    base = Path(tempfile.mkdtemp(prefix="nncts-badcache-", dir=workdir or SCRATCH))
     try:
         good, decoy = base / "good", base / "decoy"
         good.mkdir()
