@@ -5,11 +5,11 @@ import pytest
 from cts.harness import run_test_model
 
 
-def test_generated(nncts_case, nncts_device, request, tmp_path_factory):
-    """Build, compile, execute and compare one corpus test model in one mode (cts.harness)."""
+def test_generated(nncts_case, nncts_device, request):
+    """Build, compile, execute and compare one corpus test model in one mode (cts.harness;
+    cache-mode files go to its memory-backed scratch directory and are removed at once)."""
     tm, mode = nncts_case
-    workdir = tmp_path_factory.getbasetemp() if mode.cache else None
-    outcome = run_test_model(tm, nncts_device, mode, workdir,
+    outcome = run_test_model(tm, nncts_device, mode, None,
                              require_timing=not request.config.getoption("no_require_timing"),
                              wait_limit_s=request.config.getoption("wait_limit"))
     if outcome.skip_kind:
