@@ -55,9 +55,10 @@ import numpy as np
 from runtime.errors import HalError, NnapiError
 from runtime.executor import run_subgraph
 from runtime.hal.validate import validate_model, validate_request
+from runtime.testing.corpus_writer import model_json as corpus_model_json, write_document
 from runtime.testing.hal_convert import to_hal_model
 from runtime.testing.test_model import TestModel, load_spec
-from runtime.types import OperandLifeTime, OperandType, is_tensor_type, operand_dtype
+from runtime.types import OperandLifeTime, is_tensor_type, operand_dtype
 
 L = OperandLifeTime
 REPO = Path(__file__).resolve().parents[1]
@@ -65,8 +66,6 @@ FINDINGS_VERSION = "V_FUZZ"
 #: Messages of documented errors that wrap a crash caught by a guard.
 MASKED_CRASH_MARKERS = ("reference kernel raised", "driver raised")
 _FL_NAMES = {1: "V1_0", 2: "V1_1", 3: "V1_2", 4: "V1_3", 5: "AIDL_V1", 6: "AIDL_V2", 7: "AIDL_V3"}
-_DTYPE_NAMES = {"<f4": "float32", "<f2": "float16", "<i4": "int32", "<u4": "uint32", "|u1": "uint8",
-                "|i1": "int8", "<i2": "int16", "<u2": "uint16", "|b1": "bool8"}
 
 
 @dataclass
@@ -220,60 +219,15 @@ def replay_model(tm: TestModel, name: str, run_reference: bool = True) -> tuple[
     return m, ""
 
 
-def _data_json(o) -> dict | None:
-    if o.data is None:
-        return None
-    dtype = operand_dtype(o.type)
-    arr = np.ascontiguousarray(o.data, dtype)
-    return {"dtype": _DTYPE_NAMES[dtype.str], "b64": base64.b64encode(arr.tobytes()).decode("ascii")}
-
-
-def _type_name(t) -> str:
-    return "SUBGRAPH" if int(t) == int(OperandType.SUBGRAPH) else OperandType(t).name
-
-
-def _subgraph_json(sg) -> dict:
-    operands = []
-    for o in sg.operands:
-        cq = None
-        if o.channel_quant is not None:
-            cq = {"scales": [float(np.float32(s)) for s in o.channel_quant[0]],
-                  "channel_dim": int(o.channel_quant[1])}
-        operands.append({"type": _type_name(o.type), "dimensions": [int(d) for d in o.dimensions],
-                         "scale": float(np.float32(o.scale)), "zero_point": int(o.zero_point),
-                         "lifetime": L(o.lifetime).name, "number_of_consumers": int(o.number_of_consumers),
-                         "is_ignored": bool(o.is_ignored), "channel_quant": cq, "data": _data_json(o)})
-    return {"operands": operands,
-            "operations": [{"type": op.type.name, "inputs": [int(i) for i in op.inputs],
-                            "outputs": [int(i) for i in op.outputs]} for op in sg.operations],
-            "input_indexes": [int(i) for i in sg.input_indexes],
-            "output_indexes": [int(i) for i in sg.output_indexes]}
-
-
 def model_json(tm: TestModel, extra: dict | None = None) -> dict:
-    """The corpus-schema JSON object of ``tm`` (main and referenced subgraphs), with
-    ``extra`` under the key ``fuzz``."""
-    doc = {"name": tm.name, "spec": tm.spec, "version": tm.version,
-           "min_supported_version": tm.min_supported_version, "expect_failure": bool(tm.expect_failure),
-           "is_relaxed": bool(tm.is_relaxed),
-           "expected_multinomial_distribution_tolerance": float(tm.multinomial_tolerance),
-           "main": _subgraph_json(tm.main),
-           "referenced": [_subgraph_json(sg) for sg in tm.referenced]}
-    if extra:
-        doc["fuzz"] = extra
-    return doc
+    """The corpus-schema JSON object of ``tm`` (main and referenced subgraphs,
+    :func:`runtime.testing.corpus_writer.model_json`), with ``extra`` under the key ``fuzz``."""
+    return corpus_model_json(tm, {"fuzz": extra} if extra else None)
 
 
 def write_spec(path: Path, tm: TestModel, extra: dict | None = None) -> None:
     """Write ``tm`` as a one-model spec document (gzip JSON) at ``path``."""
-    doc = {"format_version": 2, "spec": tm.spec, "version": tm.version,
-           "source": {"path": f"fuzz/{tm.name}", "blob": "", "commit": ""},
-           "models": [model_json(tm, extra)]}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with gzip.open(tmp, "wt", encoding="ascii") as f:
-        json.dump(doc, f, separators=(",", ":"), ensure_ascii=True)
-    tmp.replace(path)
+    write_document(path, tm.spec, tm.version, [model_json(tm, extra)], f"fuzz/{tm.name}")
 
 
 class FindingRecorder:
