@@ -146,12 +146,21 @@ def test_encoder_round_trips_the_fl1_fl2_corpus():
                 assert b.data is not None and b.data.shape == a.data.shape
 
 
+#: The fuzz runs below start from every SEED_STRIDE-th seed (sorted by name), so a short run
+#: stays short now that the seeds hold the whole corpus and every table signature.
+SEED_STRIDE = 8
+
+
 @pytest.fixture(scope="module")
 def seeds(tmp_path_factory):
     path = tmp_path_factory.mktemp("seeds")
     subprocess.run([sys.executable, "-m", "fuzz", "--make-seeds", str(path)], cwd=ROOT, check=True,
                    capture_output=True, timeout=120)
-    assert len(list(path.iterdir())) > 807
+    files = sorted(path.iterdir())
+    assert len([f for f in files if f.name.startswith("cts_")]) >= 7000  # the whole corpus
+    for k, f in enumerate(files):
+        if k % SEED_STRIDE:
+            f.unlink()
     return path
 
 
