@@ -318,8 +318,23 @@ def _prod(dims) -> int:
     return n
 
 
+_M64 = (1 << 64) - 1
+#: Below this many words, :func:`_hash_fill` computes in Python ints (same words, no numpy
+#: call overhead: most fuzz operands are tiny).
+_SMALL_FILL = 48
+
+
 def _hash_fill(seed: int, n: int) -> np.ndarray:
     """``n`` pseudo-random uint32 words from ``seed`` (a cheap integer hash)."""
+    if n < _SMALL_FILL:
+        words = []
+        for i in range(n):
+            x = ((i + (seed & 0xFFFFFFFF)) * 0x9E3779B97F4A7C15) & _M64
+            x ^= x >> 29
+            x = (x * 0xBF58476D1CE4E5B9) & _M64
+            x ^= x >> 32
+            words.append(x & 0xFFFFFFFF)
+        return np.array(words, dtype=np.uint32)
     x = (np.arange(n, dtype=np.uint64) + np.uint64(seed & 0xFFFFFFFF)) * np.uint64(0x9E3779B97F4A7C15)
     x ^= x >> np.uint64(29)
     x *= np.uint64(0xBF58476D1CE4E5B9)

@@ -341,13 +341,17 @@ _FLOAT_TYPES = frozenset({
 
 
 def operand_dtype(operand_type: OperandType) -> np.dtype:
-    """The numpy dtype of one element of ``operand_type`` (little-endian, as NNAPI stores it)."""
-    return _DTYPES[OperandType(operand_type)]
+    """The numpy dtype of one element of ``operand_type`` (little-endian, as NNAPI stores it).
+    Raises ValueError for a code that is no OperandType."""
+    try:
+        return _DTYPES[operand_type]  # int codes hash as their IntEnum members
+    except (KeyError, TypeError):
+        return _DTYPES[OperandType(operand_type)]
 
 
 def operand_element_size(operand_type: OperandType) -> int:
     """Size in bytes of one element of ``operand_type`` (BOOL and TENSOR_BOOL8: 1 byte)."""
-    return _DTYPES[OperandType(operand_type)].itemsize
+    return operand_dtype(operand_type).itemsize
 
 
 def is_tensor_type(operand_type: OperandType) -> bool:

@@ -11,8 +11,8 @@ from ..executor import execute, execution_limits
 from ..hal.interfaces import IDevice, IPreparedModel
 from ..hal.types import Capabilities, Model, OutputShape, PerformanceInfo, Request, Timing
 from ..extensions import is_tensor_operand_type
-from ..hal.validate import (constant_value, merged_dimensions, operand_view, operation_feature_level,
-                            validate_model, validate_request)
+from ..hal.validate import (ModelLevels, constant_value, merged_dimensions, operand_view,
+                            operation_feature_level, validate_model, validate_request)
 from ..types import (DeviceTypeCode, ErrorStatus, MeasureTiming, OperandLifeTime, OperandType,
                      PreferenceCode, PriorityCode)
 
@@ -98,23 +98,27 @@ class SampleDevice(IDevice):
         return Capabilities(PerformanceInfo(1.0, 1.0), PerformanceInfo(1.0, 1.0), perf,
                             PerformanceInfo(1.0, 1.0), PerformanceInfo(1.0, 1.0))
 
-    def supports(self, model: Model, operation) -> bool:
+    def supports(self, model: Model, operation, levels: ModelLevels | None = None) -> bool:
         """Whether this device runs ``operation`` of the main subgraph: the operation table
         has it and this use needs no feature level above :attr:`feature_level`; for IF and
-        WHILE, every operation of the subgraphs they reference (nested ones included) too."""
-        return self._supports_in(model, model.main, operation, set())
+        WHILE, every operation of the subgraphs they reference (nested ones included) too.
+        ``levels``: what :func:`validate_model` found for this model (the levels are then
+        read, not recomputed)."""
+        return self._supports_in(model, model.main, operation, set(), levels)
 
-    def _supports_in(self, model: Model, sg, operation, seen: set) -> bool:
-        opdef = ops.get(operation.type)
-        if opdef is None:
-            return False
-        ins = [operand_view(sg.operands[i], constant_value(model, sg.operands[i]),
-                            sg.operands[i].lifetime == OperandLifeTime.NO_VALUE) for i in operation.inputs]
-        outs = [operand_view(sg.operands[i]) for i in operation.outputs]
-        try:
-            level, _ = operation_feature_level(opdef, ins, outs, model.relax_computation_float32_to_float16)
-        except HalError:
-            return False
+    def _supports_in(self, model: Model, sg, operation, seen: set, levels: ModelLevels | None) -> bool:
+        level = levels.level_of(operation) if levels is not None else None
+        if level is None:
+            opdef = ops.get(operation.type)
+            if opdef is None:
+                return False
+            ins = [operand_view(sg.operands[i], constant_value(model, sg.operands[i]),
+                                sg.operands[i].lifetime == OperandLifeTime.NO_VALUE) for i in operation.inputs]
+            outs = [operand_view(sg.operands[i]) for i in operation.outputs]
+            try:
+                level, _ = operation_feature_level(opdef, ins, outs, model.relax_computation_float32_to_float16)
+            except HalError:
+                return False
         if level > self.feature_level:
             return False
         for i in operation.inputs:
@@ -125,13 +129,13 @@ class SampleDevice(IDevice):
                 return False
             seen.add(o.location.offset)  # each referenced subgraph checked once (no cycles)
             ref = model.referenced[o.location.offset]
-            if not all(self._supports_in(model, ref, op, seen) for op in ref.operations):
+            if not all(self._supports_in(model, ref, op, seen, levels) for op in ref.operations):
                 return False
         return True
 
     def get_supported_operations(self, model: Model) -> list[bool]:
-        validate_model(model)
-        return [self.supports(model, op) for op in model.main.operations]
+        levels = validate_model(model)
+        return [self.supports(model, op, levels) for op in model.main.operations]
 
     def prepare_model(self, model: Model, preference=PreferenceCode.FAST_SINGLE_ANSWER,
                       priority=PriorityCode.MEDIUM, deadline_ns=None, model_cache=None,
@@ -147,10 +151,10 @@ class SampleDevice(IDevice):
 
     def _check_preparable(self, model: Model) -> None:
         """Validate ``model`` and check every operation is supported (HalError otherwise)."""
-        validate_model(model)
+        levels = validate_model(model)
         unsupported = [f"operation {k} ({getattr(op.type, 'name', op.type)})"
                        for k, op in enumerate(model.main.operations)
-                       if not self.supports(model, op)]
+                       if not self.supports(model, op, levels)]
         if unsupported:
             raise HalError(ErrorStatus.INVALID_ARGUMENT, "unsupported: " + ", ".join(unsupported))
 

@@ -60,8 +60,8 @@ class PartialSampleDevice(SampleDevice):
         """Whether this variant takes ``operation`` at all (before the table check)."""
         return _first_input_type(model, operation) in self.operand_types
 
-    def supports(self, model: Model, operation) -> bool:
-        return self.handles(model, operation) and super().supports(model, operation)
+    def supports(self, model: Model, operation, levels=None) -> bool:
+        return self.handles(model, operation) and super().supports(model, operation, levels)
 
     def get_capabilities(self) -> Capabilities:
         perf = {t: PerformanceInfo(self.perf.exec_time, self.perf.power_usage)

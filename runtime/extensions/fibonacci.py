@@ -195,7 +195,7 @@ class FibonacciDevice(SampleDevice):
             if y.dimensions and y.dimensions[0] not in (0, n):
                 raise OperationError(f"output declared {list(y.dimensions)}, n = {n} gives [{n}]")
 
-    def supports(self, model: Model, operation) -> bool:
+    def supports(self, model: Model, operation, levels=None) -> bool:
         """Base operations as the sample driver; ``EXAMPLE_FIBONACCI`` when
         :meth:`check_fibonacci` accepts it; any other extension operation: no."""
         codes = self._codes(model)
@@ -205,7 +205,7 @@ class FibonacciDevice(SampleDevice):
             except OperationError:
                 return False
             return True
-        return super().supports(model, operation)
+        return super().supports(model, operation, levels)
 
     def run(self, model: Model, request: Request) -> list[OutputShape]:
         """The reference executor with this driver's EXAMPLE_FIBONACCI kernel and the dtypes

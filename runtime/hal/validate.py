@@ -14,6 +14,9 @@ the operands of extension operations are the driver's to check.
 from __future__ import annotations
 
 import math
+from collections import Counter
+from itertools import chain, repeat
+from operator import attrgetter
 
 import numpy as np
 
@@ -24,10 +27,14 @@ from ..ops.base import OperandView, OpContext
 from ..ops.control_flow import ANY, AnyOperand
 from ..types import (ErrorStatus, OperandLifeTime, OperandType, OperationType,
                      is_quantized_type, is_tensor_type, operand_dtype, operand_element_size)
+from . import validation_memo
 from .types import Model, Operand, Request, Subgraph, SymmPerChannelQuantParams
 
 L = OperandLifeTime
 T = OperandType
+_LIFETIMES = OperandLifeTime._value2member_map_
+_OPERAND_TYPES = OperandType._value2member_map_
+_OPERATION_TYPES = OperationType._value2member_map_
 
 #: No tensor may hold more bytes than this (hostile sizes are rejected before allocating).
 MAX_OPERAND_BYTES = 2**31 - 1
@@ -54,9 +61,7 @@ def operand_byte_size(operand_type: OperandType, dims) -> int:
     :class:`runtime.extensions.ExtensionTypeCode` carries (scalar: its byte size; tensor:
     byte size per element, 0 for unknown rank), as AOSP ``TypeManager::getSizeOfData``;
     0 (unknown) for a bare extension code, whose size only the driver knows."""
-    n = 1
-    for d in dims:
-        n *= int(d)
+    n = math.prod(map(int, dims))
     if is_extension_type(operand_type):
         info = getattr(operand_type, "info", None)
         if info is None:
@@ -95,40 +100,93 @@ def _resolve_type(where: str, code, enum_cls, model: Model):
                   f"{extension_prefix(code)}, which extensionNameToPrefix does not declare")
         return code
     try:
-        return enum_cls(code)
-    except ValueError:
+        member = enum_cls._value2member_map_.get(code)
+    except TypeError:  # unhashable
+        member = None
+    if member is None:
         _fail(f"{where}: type {code} is not a valid {enum_cls.__name__}")
+    return member
+
+
+_PLAIN_INT = frozenset({int})
+
+
+def _uint32_dims(dims) -> bool:
+    """Whether every dimension is an integer in [0, 2^32 - 1] (builtin calls only: this
+    runs once per operand of every model validated)."""
+    if not dims:
+        return True
+    if not _PLAIN_INT.issuperset(map(type, dims)) and \
+            not all(isinstance(d, (int, np.integer)) for d in dims):
+        return False
+    return min(dims) >= 0 and max(dims) <= 0xFFFFFFFF
+
+
+#: Operand types with no quantization parameters, lifetimes with no location: an operand of
+#: these with scale 0, zeroPoint 0, no extraParams and an empty location needs only its
+#: dimensions checked (:func:`_plain_operand_ok`).
+_PLAIN_TYPES = frozenset(set(OperandType) - set(_ZERO_POINT_RANGE) - {T.SUBGRAPH})
+_PLAIN_LIFETIMES = frozenset({L.TEMPORARY_VARIABLE, L.SUBGRAPH_INPUT, L.SUBGRAPH_OUTPUT, L.NO_VALUE})
+_ZEROS = (0, 0, 0, 0, 0)
+
+
+def _plain_operand_ok(op: Operand) -> bool:
+    """True when ``op`` certainly passes :func:`_check_operand`: the common case (a float,
+    int or bool operand that is an input, output, temporary or omitted) decided in a few
+    builtin comparisons. False means "check in full", not "invalid"."""
+    loc = op.location
+    try:
+        if op.type not in _PLAIN_TYPES or op.lifetime not in _PLAIN_LIFETIMES or \
+                op.extra_params is not None or \
+                (op.scale, op.zero_point, loc.pool_index, loc.offset, loc.length) != _ZEROS:
+            return False
+    except TypeError:  # an unhashable type or lifetime: the full check says what is wrong
+        return False
+    dims = op.dimensions
+    if not is_tensor_type(op.type):
+        return not dims
+    return _uint32_dims(dims) and len(dims) <= 16 and \
+        (0 in dims or operand_byte_size(op.type, dims) <= MAX_OPERAND_BYTES)
 
 
 def _check_operand(where: str, op: Operand, model: Model, n_referenced: int) -> None:
-    ext = is_extension_type(op.type)
-    t = _resolve_type(where, op.type, OperandType, model)
-    dims = list(op.dimensions)
-    if any((not isinstance(d, (int, np.integer))) or d < 0 or d > 0xFFFFFFFF for d in dims):
-        _fail(f"{where}: dimensions {dims} must be uint32 values")
+    if _plain_operand_ok(op):
+        return
+    try:
+        t = _OPERAND_TYPES.get(op.type)
+    except TypeError:  # unhashable: _resolve_type says so
+        t = None
+    ext = t is None and is_extension_type(op.type)
+    if t is None:
+        t = _resolve_type(where, op.type, OperandType, model)
+    dims = op.dimensions
+    if not _uint32_dims(dims):
+        _fail(f"{where}: dimensions {list(dims)} must be uint32 values")
     if ext:  # scalar or tensor: only the extension knows (the driver checks)
         if len(dims) > 16:
             _fail(f"{where}: rank {len(dims)} is absurd (more than 16)")
     elif not is_tensor_type(t):
         if dims:
-            _fail(f"{where}: scalar type {t.name} must have no dimensions, got {dims}")
+            _fail(f"{where}: scalar type {t.name} must have no dimensions, got {list(dims)}")
     elif len(dims) > 16:
         _fail(f"{where}: rank {len(dims)} is absurd (more than 16)")
     elif 0 not in dims and operand_byte_size(t, dims) > MAX_OPERAND_BYTES:
-        _fail(f"{where}: {t.name}{dims} needs more than 2^31 bytes")
+        _fail(f"{where}: {t.name}{list(dims)} needs more than 2^31 bytes")
     scale, zp = op.scale, op.zero_point
     if not math.isfinite(scale) or scale < 0:
         _fail(f"{where}: scale {scale} must be finite and >= 0")
     ep = op.extra_params
-    if ext:
-        if ep is not None and not isinstance(ep, (bytes, bytearray)):
+    if ep is None:
+        pass
+    elif ext:
+        if not isinstance(ep, (bytes, bytearray)):
             _fail(f"{where}: extension operand extraParams must be extension data (bytes), "
                   f"got {type(ep).__name__}")
     elif isinstance(ep, (bytes, bytearray)):
         _fail(f"{where}: {t.name} is a base operand type and cannot carry extension data")
-    elif ep is not None and not isinstance(ep, SymmPerChannelQuantParams):
+    elif not isinstance(ep, SymmPerChannelQuantParams):
         _fail(f"{where}: extraParams of type {type(ep).__name__} are not valid")
-    elif ep is not None and t != T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+    elif t != T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
         _fail(f"{where}: {t.name} cannot have per-channel quantization parameters")
     if ext:
         pass  # scale and zeroPoint of extension types: the driver's rules (AOSP ValidateHal)
@@ -157,14 +215,16 @@ def _check_operand(where: str, op: Operand, model: Model, n_referenced: int) -> 
 
     loc = op.location
     try:
-        lt = OperandLifeTime(op.lifetime)
-    except ValueError:
+        lt = _LIFETIMES.get(op.lifetime)
+    except TypeError:  # unhashable
+        lt = None
+    if lt is None:
         _fail(f"{where}: lifetime {op.lifetime} is not a valid OperandLifeTime")
-    if loc.offset < 0 or loc.length < 0 or loc.pool_index < 0:
+    if min(loc.offset, loc.length, loc.pool_index) < 0:
         _fail(f"{where}: location {loc} has a negative field")
     if lt in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE):
         if 0 in dims or (is_tensor_type(t) and not dims):
-            _fail(f"{where}: constant operand must have fully specified dimensions, got {dims}")
+            _fail(f"{where}: constant operand must have fully specified dimensions, got {list(dims)}")
         if lt == L.CONSTANT_COPY:
             if loc.pool_index != 0 or loc.offset + loc.length > len(model.operand_values):
                 _fail(f"{where}: CONSTANT_COPY location {loc} is outside operandValues "
@@ -177,7 +237,7 @@ def _check_operand(where: str, op: Operand, model: Model, n_referenced: int) -> 
                 _fail(f"{where}: CONSTANT_REFERENCE location {loc} is outside pool "
                       f"{loc.pool_index} ({model.pools[loc.pool_index].size} bytes)")
         if not ext and t != T.SUBGRAPH and loc.length != operand_byte_size(t, dims):
-            _fail(f"{where}: constant holds {loc.length} bytes, {t.name}{dims} needs "
+            _fail(f"{where}: constant holds {loc.length} bytes, {t.name}{list(dims)} needs "
                   f"{operand_byte_size(t, dims)}")
     elif lt == L.SUBGRAPH:
         if t != T.SUBGRAPH:
@@ -256,15 +316,23 @@ def operand_view(operand: Operand, value=None, omitted: bool = False, dims=None)
         cq = (np.asarray(operand.extra_params.scales, np.float32), operand.extra_params.channel_dim)
     elif isinstance(operand.extra_params, (bytes, bytearray)):
         data = bytes(operand.extra_params)
-    t = operand.type if is_extension_type(operand.type) else T(operand.type)
+    t = _OPERAND_TYPES.get(operand.type)
+    if t is None:
+        t = operand.type if is_extension_type(operand.type) else T(operand.type)
     return OperandView(t, tuple(dims if dims is not None else operand.dimensions),
                        operand.scale, operand.zero_point, value, omitted, cq, data)
 
 
-def _check_subgraph(name: str, sg: Subgraph, model: Model, feature_level: int) -> None:
+def _check_subgraph(name: str, sg: Subgraph, model: Model, feature_level: int) -> list[int | None]:
+    """Check one subgraph; returns the feature level each of its operations needs (None
+    for an extension operation)."""
     n = len(sg.operands)
+    levels: list[int | None] = []
+    n_referenced = len(model.referenced)
+    by_lifetime: dict[OperandLifeTime, list[int]] = {}
     for i, op in enumerate(sg.operands):
-        _check_operand(f"{name} operand {i}", op, model, len(model.referenced))
+        _check_operand(f"{name} operand {i}", op, model, n_referenced)
+        by_lifetime.setdefault(op.lifetime, []).append(i)
     for kind, indexes, lifetime in (("input", sg.input_indexes, L.SUBGRAPH_INPUT),
                                     ("output", sg.output_indexes, L.SUBGRAPH_OUTPUT)):
         if len(set(indexes)) != len(indexes):
@@ -275,29 +343,40 @@ def _check_subgraph(name: str, sg: Subgraph, model: Model, feature_level: int) -
             if sg.operands[idx].lifetime != lifetime:
                 _fail(f"{name}: {kind} {j} (operand {idx}) has lifetime "
                       f"{L(sg.operands[idx].lifetime).name}, expected {lifetime.name}")
-        declared = {i for i, o in enumerate(sg.operands) if o.lifetime == lifetime}
+        declared = set(by_lifetime.get(lifetime, ()))
         if declared != set(indexes):
             extra = sorted(declared - set(indexes))
             _fail(f"{name}: operand {extra[0]} has lifetime {lifetime.name} but is not a "
                   f"subgraph {kind}")
 
-    written = {i for i, o in enumerate(sg.operands)
-               if o.lifetime in (L.SUBGRAPH_INPUT, L.CONSTANT_COPY, L.CONSTANT_REFERENCE,
-                                 L.NO_VALUE, L.SUBGRAPH)}
-    consumers = [0] * n
+    written = {i for lt in (L.SUBGRAPH_INPUT, L.CONSTANT_COPY, L.CONSTANT_REFERENCE, L.NO_VALUE,
+                            L.SUBGRAPH) for i in by_lifetime.get(lt, ())}
+    views: list[OperandView | None] = [None] * n  # built once per operand, shared by its users
+
+    def view(idx: int) -> OperandView:
+        v = views[idx]
+        if v is None:
+            o = sg.operands[idx]
+            v = views[idx] = operand_view(o, constant_value(model, o), o.lifetime == L.NO_VALUE)
+        return v
+
     for k, operation in enumerate(sg.operations):
-        ext_op = is_extension_type(operation.type)
-        op_type = _resolve_type(f"{name} operation {k}", operation.type, OperationType, model)
+        try:
+            op_type = _OPERATION_TYPES.get(operation.type)
+        except TypeError:  # unhashable: _resolve_type says so
+            op_type = None
+        ext_op = op_type is None and is_extension_type(operation.type)
+        if op_type is None:
+            op_type = _resolve_type(f"{name} operation {k}", operation.type, OperationType, model)
         where = f"{name} operation {k} ({type_name(op_type)})"
         for kind, idxs in (("input", operation.inputs), ("output", operation.outputs)):
-            for j, idx in enumerate(idxs):
-                if not 0 <= idx < n:
-                    _fail(f"{where}: {kind} {j} refers to operand {idx}, out of range ({n} operands)")
-        for j, idx in enumerate(operation.inputs):
-            consumers[idx] += 1
-            if idx not in written:
-                _fail(f"{where}: input {j} (operand {idx}) is read before it is written "
-                      f"(operations out of execution order, a cycle, or no writer)")
+            if idxs and (min(idxs) < 0 or max(idxs) >= n):
+                j, idx = next((j, idx) for j, idx in enumerate(idxs) if not 0 <= idx < n)
+                _fail(f"{where}: {kind} {j} refers to operand {idx}, out of range ({n} operands)")
+        if not written.issuperset(operation.inputs):
+            j, idx = next((j, idx) for j, idx in enumerate(operation.inputs) if idx not in written)
+            _fail(f"{where}: input {j} (operand {idx}) is read before it is written "
+                  f"(operations out of execution order, a cycle, or no writer)")
         for j, idx in enumerate(operation.outputs):
             lt = sg.operands[idx].lifetime
             if lt not in (L.TEMPORARY_VARIABLE, L.SUBGRAPH_OUTPUT):
@@ -306,17 +385,25 @@ def _check_subgraph(name: str, sg: Subgraph, model: Model, feature_level: int) -
             if idx in written:
                 _fail(f"{where}: output {j} (operand {idx}) is written more than once")
             written.add(idx)
-        if not ext_op:  # an extension operation's operands are its driver's to check
-            _check_operation(where, op_type, operation, sg, model, feature_level)
-    for i, op in enumerate(sg.operands):
-        if op.number_of_consumers != consumers[i]:
-            _fail(f"{name} operand {i}: numberOfConsumers is {op.number_of_consumers}, "
-                  f"but {consumers[i]} operation inputs use it")
-        if i not in written:
-            _fail(f"{name} operand {i}: {L(op.lifetime).name} operand is never written")
+        # an extension operation's operands are its driver's to check
+        levels.append(None if ext_op else
+                      _check_operation(where, op_type, operation, sg, model, feature_level, view))
+    uses = Counter(chain.from_iterable(map(attrgetter("inputs"), sg.operations)))
+    consumers = list(map(uses.get, range(n), repeat(0)))
+    if list(map(attrgetter("number_of_consumers"), sg.operands)) != consumers or len(written) != n:
+        for i, op in enumerate(sg.operands):  # the first operand at fault, for the message
+            if op.number_of_consumers != consumers[i]:
+                _fail(f"{name} operand {i}: numberOfConsumers is {op.number_of_consumers}, "
+                      f"but {consumers[i]} operation inputs use it")
+            if i not in written:
+                _fail(f"{name} operand {i}: {L(op.lifetime).name} operand is never written")
+    return levels
 
 
-def _check_operation(where, op_type, operation, sg, model, feature_level) -> None:
+def _check_operation(where, op_type, operation, sg, model, feature_level, view) -> int:
+    """Check one operation against the operation table (signature, optional inputs, the
+    operation's own rules, control-flow references); returns the feature level this use
+    needs. ``view(i)``: the OperandView of operand ``i`` (constants with their values)."""
     for kind, idxs in (("input", operation.inputs), ("output", operation.outputs)):
         for j, idx in enumerate(idxs):
             if is_extension_type(sg.operands[idx].type):
@@ -325,23 +412,23 @@ def _check_operation(where, op_type, operation, sg, model, feature_level) -> Non
     opdef = ops.get(op_type)
     if opdef is None:
         _fail(f"{where}: operation is not implemented in the operation table")
-    views_in = []
-    for idx in operation.inputs:
-        o = sg.operands[idx]
-        views_in.append(operand_view(o, constant_value(model, o), o.lifetime == L.NO_VALUE))
-    views_out = [operand_view(sg.operands[idx]) for idx in operation.outputs]
-    if opdef.match(views_in, views_out, feature_level) is None:
+    views_in = [view(idx) for idx in operation.inputs]
+    views_out = [view(idx) for idx in operation.outputs]
+    sig = opdef.match(views_in, views_out, feature_level)
+    if sig is None:
         _fail(f"{where}: {_signature_error(opdef, views_in, views_out, feature_level)}")
     for j, v in enumerate(views_in):
-        if v.omitted and not opdef.match(views_in, views_out, feature_level).inputs[j].optional:
+        if v.omitted and not sig.inputs[j].optional:
             _fail(f"{where}: input {j} has no value but is not optional")
+    # the lowest matching signature at any level is ``sig`` (match scans levels upwards)
     level, because = operation_feature_level(opdef, views_in, views_out,
-                                             model.relax_computation_float32_to_float16, where)
+                                             model.relax_computation_float32_to_float16, where, sig)
     if level > feature_level:
-        _fail(f"{where}: needs feature level {level} ({because}); validating for feature level "
-              f"{feature_level}")
+        _fail(f"{where}: needs feature level {level} ({because or f'signature {sig.describe()}'}); "
+              f"validating for feature level {feature_level}")
     if getattr(opdef, "check_references", None) is not None:
         _check_references(where, opdef, views_in, views_out, model)
+    return level
 
 
 def _check_references(where, opdef, views_in, views_out, model: Model) -> None:
@@ -405,15 +492,19 @@ def _check_no_reference_cycles(model: Model) -> None:
             stack.append((nxt, iter(subgraph_references(model.referenced[nxt]))))
 
 
-def operation_feature_level(opdef, views_in, views_out, relaxed: bool, where: str = "") -> tuple[int, str]:
+def operation_feature_level(opdef, views_in, views_out, relaxed: bool, where: str = "",
+                            sig=None) -> tuple[int, str]:
     """(feature level, reason) this use of an operation needs: its lowest matching
-    signature's level, raised by the operation's ``validate`` rules (e.g. a quant8 rule of
-    FL1-2 broken). Raises HalError(INVALID_ARGUMENT) when no signature matches or a rule
-    of every level is broken."""
-    sig = opdef.match(views_in, views_out)
+    signature's level (``sig`` when the caller already matched it), raised by the
+    operation's ``validate`` rules (e.g. a quant8 rule of FL1-2 broken); the reason is the
+    rule's message, "" when the signature alone sets the level. Raises
+    HalError(INVALID_ARGUMENT) when no signature matches or a rule of every level is
+    broken."""
+    if sig is None:
+        sig = opdef.match(views_in, views_out)
     if sig is None:
         _fail(f"{where}: {_signature_error(opdef, views_in, views_out, 99)}")
-    level, because = sig.feature_level, f"signature {sig.describe()}"
+    level, because = sig.feature_level, ""
     if opdef.validate is not None:
         ctx = OpContext(opdef.type, views_in, views_out, relaxed)
         try:
@@ -425,12 +516,57 @@ def operation_feature_level(opdef, views_in, views_out, relaxed: bool, where: st
     return level, because
 
 
-def validate_model(model: Model, feature_level: int = 8) -> None:
+class ModelLevels:
+    """What :func:`validate_model` learned of a valid model: the feature level each
+    operation use needs (its lowest matching signature, raised by the operation's own
+    rules). ``per_subgraph[0]`` lists main's operations in order, ``per_subgraph[1 + r]``
+    referenced subgraph ``r``'s; an extension operation has None (its driver decides)."""
+
+    def __init__(self, model: Model, per_subgraph: list[list[int | None]]):
+        self.per_subgraph = per_subgraph
+        self._by_operation = {id(op): level for sg, levels in
+                              zip([model.main, *model.referenced], per_subgraph)
+                              for op, level in zip(sg.operations, levels)}
+        self._model = model  # keeps the operations, hence their ids, alive
+
+    def level_of(self, operation) -> int | None:
+        """The feature level ``operation`` (an operation object of the validated model)
+        needs; None for an extension operation or an operation of another model."""
+        return self._by_operation.get(id(operation))
+
+    @property
+    def model_level(self) -> int:
+        """The highest level any operation needs (1 for a model of extension operations only)."""
+        return max((lv for levels in self.per_subgraph for lv in levels if lv is not None), default=1)
+
+
+def validate_model(model: Model, feature_level: int = 8) -> ModelLevels:
     """Check ``model`` against the HAL's structural rules and every operation's signature
     and rules up to ``feature_level``.
 
-    Raises HalError(INVALID_ARGUMENT) naming the culprit. Returns None when valid.
+    Raises HalError(INVALID_ARGUMENT) naming the culprit. Returns, for a valid model, the
+    feature level each operation needs (:class:`ModelLevels`), which drivers read to answer
+    ``get_supported_operations`` without matching the operations a second time. Verdicts
+    are remembered by the model's exact content (:mod:`runtime.hal.validation_memo`), so
+    validating the same model again (front end, then each driver call) costs a digest.
     """
+    key = validation_memo.model_key(model, feature_level)
+    verdict = validation_memo.lookup(key)
+    if verdict is not None:
+        error, per_subgraph = verdict
+        if error is not None:
+            _fail(error)
+        return ModelLevels(model, per_subgraph)
+    try:
+        per_subgraph = _validate_model(model, feature_level)
+    except HalError as e:
+        validation_memo.store(key, e.message, [])
+        raise
+    validation_memo.store(key, None, per_subgraph)
+    return ModelLevels(model, per_subgraph)
+
+
+def _validate_model(model: Model, feature_level: int) -> list[list[int | None]]:
     for i, pool in enumerate(model.pools):
         if not hasattr(pool, "buffer"):
             _fail(f"pool {i}: not a memory object")
@@ -439,11 +575,12 @@ def validate_model(model: Model, feature_level: int = 8) -> None:
         _fail(f"the model has {len(model.referenced)} referenced subgraphs; referenced subgraphs "
               f"(IF/WHILE) need feature level 4, validating for feature level {feature_level}")
     _check_no_reference_cycles(model)
-    _check_subgraph("main", model.main, model, feature_level)
+    per_subgraph = [_check_subgraph("main", model.main, model, feature_level)]
     for r, sg in enumerate(model.referenced):
         if not sg.operations:
             _fail(f"referenced subgraph {r}: has no operations")
-        _check_subgraph(f"referenced subgraph {r}", sg, model, feature_level)
+        per_subgraph.append(_check_subgraph(f"referenced subgraph {r}", sg, model, feature_level))
+    return per_subgraph
 
 
 def merged_dimensions(where: str, operand: Operand, arg_dims) -> list[int]:

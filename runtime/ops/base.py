@@ -184,15 +184,28 @@ class OperationDef:
               max_feature_level: int = 99) -> Signature | None:
         """The lowest-level signature accepting these operands (types, counts, ranks), expanded
         to the input (output) count for a variadic operation; None if none fits."""
-        for s in sorted(self.signatures_for(len(inputs), len(outputs)), key=lambda s: s.feature_level):
+        for s in self._candidates(len(inputs), len(outputs)):
             if s.feature_level > max_feature_level:
-                continue
-            if len(s.inputs) != len(inputs) or len(s.outputs) != len(outputs):
-                continue
+                break
             if all(a.accepts(o.type, o.dims, o.omitted) for a, o in zip(s.inputs, inputs)) and \
                     all(a.accepts(o.type, o.dims, False) for a, o in zip(s.outputs, outputs)):
                 return s
         return None
+
+    def _candidates(self, n_inputs: int, n_outputs: int) -> tuple[Signature, ...]:
+        """The signatures with exactly these operand counts, lowest feature level first
+        (memoised per count pair; the memo is bounded and follows ``signatures``)."""
+        memo = self.__dict__.get("_memo")
+        if memo is None or memo[0] is not self.signatures or len(memo[1]) > 64:
+            memo = self.__dict__["_memo"] = (self.signatures, {})
+        key = (n_inputs, n_outputs)
+        found = memo[1].get(key)
+        if found is None:
+            found = memo[1][key] = tuple(sorted(
+                (s for s in self.signatures_for(n_inputs, n_outputs)
+                 if len(s.inputs) == n_inputs and len(s.outputs) == n_outputs),
+                key=lambda s: s.feature_level))
+        return found
 
 
 #: The operation table: OperationType -> OperationDef. Filled by the family modules.
