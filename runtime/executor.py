@@ -22,8 +22,8 @@ from . import ops
 from .errors import HalError, OperationError
 from .extensions import is_extension_type, type_name
 from .hal.types import Model, OutputShape, Request, Subgraph
-from .hal.validate import (MAX_OPERAND_BYTES, constant_value, merged_dimensions, operand_byte_size,
-                           operand_view)
+from .hal.validate import (MAX_OPERAND_BYTES, MAX_RANK, constant_value, merged_dimensions,
+                           operand_byte_size, operand_view)
 from .ops.base import OpContext
 from .ops.control_flow import LOOP_TIMEOUT_DEFAULT_NS, LOOP_TIMEOUT_MAXIMUM_NS, LoopTimeoutError
 from .types import ErrorStatus, OperandLifeTime, OperationType, operand_dtype
@@ -114,6 +114,10 @@ def _check_omitted(where: str, opdef, operation, views_in, views_out) -> None:
 def _check_output_size(where: str, j: int, idx: int, operand_type, shape, dtypes) -> None:
     """The shape ``prepare`` inferred for output ``j`` must be a valid tensor size: no
     negative dimension, at most MAX_OPERAND_BYTES (checked before anything is allocated)."""
+    if len(shape) > MAX_RANK:
+        raise HalError(ErrorStatus.GENERAL_FAILURE,
+                       f"{where}: output {j} (operand {idx}) would have rank {len(shape)}; a tensor may "
+                       f"have rank at most {MAX_RANK}")
     if any(d < 0 for d in shape):
         raise HalError(ErrorStatus.GENERAL_FAILURE,
                        f"{where}: output {j} (operand {idx}) would have a negative dimension {list(shape)}")

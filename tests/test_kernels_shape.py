@@ -340,6 +340,14 @@ def test_fill_negative_or_empty_shape_fails():
                    [OperandView(F32, ())])
 
 
+def test_fill_to_a_rank_above_16_fails_cleanly():
+    """A shape input of 20 values gives an output of rank 20 (the output's rank is unknown
+    until execution): past MAX_RANK (16) the execution fails with a message naming the rank,
+    not with numpy's limit of 64 (a fuzz finding: rank 122)."""
+    with pytest.raises(NnapiError, match="would have rank 20; a tensor may have rank at most 16"):
+        run_op(Op.FILL, [inp(I32, np.ones(20, np.int32)), f32(1.0)], [out(F32, [])])
+
+
 def test_rank_of_any_tensor_type_is_an_int32_scalar():
     # a [2, 3, 1] TENSOR_BOOL8 has 3 dimensions; a [4] TENSOR_QUANT16_ASYMM has 1
     (o,) = run_op(Op.RANK, [inp(B8, np.zeros((2, 3, 1), np.bool_))], [out(T.INT32, [])])

@@ -38,6 +38,10 @@ _OPERATION_TYPES = OperationType._value2member_map_
 
 #: No tensor may hold more bytes than this (hostile sizes are rejected before allocating).
 MAX_OPERAND_BYTES = 2**31 - 1
+#: No tensor may have a higher rank: declared (operands), given (request arguments) or
+#: inferred at execution. NNAPI sets no limit; no operation takes more than rank 4 or 5
+#: but the rank-generic ones, and numpy stops at 64.
+MAX_RANK = 16
 
 _ZERO_POINT_RANGE = {
     T.TENSOR_QUANT8_ASYMM: (0, 255),
@@ -145,7 +149,7 @@ def _plain_operand_ok(op: Operand) -> bool:
     dims = op.dimensions
     if not is_tensor_type(op.type):
         return not dims
-    return _uint32_dims(dims) and len(dims) <= 16 and \
+    return _uint32_dims(dims) and len(dims) <= MAX_RANK and \
         (0 in dims or operand_byte_size(op.type, dims) <= MAX_OPERAND_BYTES)
 
 
@@ -163,13 +167,13 @@ def _check_operand(where: str, op: Operand, model: Model, n_referenced: int) -> 
     if not _uint32_dims(dims):
         _fail(f"{where}: dimensions {list(dims)} must be uint32 values")
     if ext:  # scalar or tensor: only the extension knows (the driver checks)
-        if len(dims) > 16:
-            _fail(f"{where}: rank {len(dims)} is absurd (more than 16)")
+        if len(dims) > MAX_RANK:
+            _fail(f"{where}: rank {len(dims)} is absurd (more than {MAX_RANK})")
     elif not is_tensor_type(t):
         if dims:
             _fail(f"{where}: scalar type {t.name} must have no dimensions, got {list(dims)}")
-    elif len(dims) > 16:
-        _fail(f"{where}: rank {len(dims)} is absurd (more than 16)")
+    elif len(dims) > MAX_RANK:
+        _fail(f"{where}: rank {len(dims)} is absurd (more than {MAX_RANK})")
     elif 0 not in dims and operand_byte_size(t, dims) > MAX_OPERAND_BYTES:
         _fail(f"{where}: {t.name}{list(dims)} needs more than 2^31 bytes")
     scale, zp = op.scale, op.zero_point
@@ -639,6 +643,8 @@ def validate_request(request: Request, model: Model) -> None:
                 _fail(f"{where}: location {loc} is outside pool {loc.pool_index} "
                       f"({request.pools[loc.pool_index].size} bytes)")
             dims = merged_dimensions(where, operand, arg.dimensions)
+            if len(dims) > MAX_RANK:
+                _fail(f"{where}: rank {len(dims)} is absurd (more than {MAX_RANK})")
             if kind == "input":
                 if is_tensor_type(operand.type) and (not dims or 0 in dims):
                     _fail(f"{where}: input dimensions {dims} are not fully specified")
