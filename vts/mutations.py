@@ -21,9 +21,21 @@ Beyond AOSP, mutants keep ``numberOfConsumers`` consistent with the operations (
 HAL 1.3 VTS does where it edits operation inputs), so each mutant is invalid for the
 reason its kind names, and no mutant breaks a rule of another kind by accident.
 
+The model kinds apply to every subgraph: the main subgraph and each referenced subgraph
+(HAL 1.3 ``Model.referenced``, the subgraphs IF and WHILE run), since the HAL rules hold in
+every subgraph (AOSP ``common/types/src/Validation.cpp`` ``validateModel`` runs
+``validateModelSubgraph`` on main, then on each referenced subgraph). AOSP's VTS mutates
+``model.main`` only, so a driver validating only main passes it; nncts does not. A site
+names its subgraph (``(None, place)`` for main, ``(r, place)`` for referenced subgraph
+``r``); a mutant of a referenced subgraph says so (``referenced subgraph 1 operand 2 ...``),
+one of main keeps AOSP's wording (``operand 2 ...``). Every mutant of a referenced subgraph
+is invalid for the same reason as its main-subgraph twin (the kinds' skips read the
+subgraph the site is in); changing a referenced subgraph's inputs or outputs may also break
+the IF/WHILE rules of the operation that runs it, which only adds a reason.
+
 ``kind(model, limit=N)`` caps the mutants at ``N``, chosen deterministically and spread
-evenly over the places the kind applies to; :meth:`MutationKind.sites` lists those places
-cheaply (without copying the model).
+evenly over the places the kind applies to (in every subgraph, main first);
+:meth:`MutationKind.sites` lists those places cheaply (without copying the model).
 """
 from __future__ import annotations
 
@@ -197,7 +209,37 @@ REQUEST_KINDS: dict[str, MutationKind] = {}
 KINDS: dict[str, MutationKind] = {}
 
 
+def _subgraphs(model: Model) -> list[tuple[int | None, Subgraph]]:
+    """``(None, main)``, then ``(r, referenced subgraph r)`` for each referenced subgraph."""
+    return [(None, model.main), *enumerate(model.referenced)]
+
+
+def _in_every_subgraph(sites_of: Callable[[Subgraph], list]) -> Callable[[Model], list]:
+    """A model kind's sites from ``sites_of(subgraph)``, its places in one subgraph: each
+    place as ``(g, place)``, ``g`` None for main or the referenced subgraph's index."""
+    def sites(model: Model) -> list:
+        return [(g, place) for g, sg in _subgraphs(model) for place in sites_of(sg)]
+    return sites
+
+
+def _copy_at(model: Model, site) -> tuple[Model, Subgraph, object, str]:
+    """For a model kind's mutant of ``site``: a copy of ``model``, the subgraph the site
+    names (in the copy), the place within it, and the subgraph's name for the description
+    (``""`` for main, AOSP's wording; ``"referenced subgraph R "`` otherwise)."""
+    g, place = site
+    m = clone_model(model)
+    if g is None:
+        return m, m.main, place, ""
+    return m, m.referenced[g], place, f"referenced subgraph {g} "
+
+
 def _kind(name: str, target: str, aosp: str, sites: Callable):
+    """Register a kind. A model kind's ``sites`` takes one subgraph (every subgraph of the
+    model is searched, see :func:`_in_every_subgraph`) and its ``apply`` gets the subgraph
+    from the site with :func:`_copy_at`; other kinds' ``sites`` take the whole subject."""
+    if target == "model":
+        sites = _in_every_subgraph(sites)
+
     def register(apply: Callable) -> MutationKind:
         kind = MutationKind(name, target, aosp, sites, apply, apply.__doc__ or "")
         (REQUEST_KINDS if target == "request" else MODEL_KINDS)[name] = kind
@@ -209,8 +251,7 @@ def _kind(name: str, target: str, aosp: str, sites: Callable):
 
 # 1. execution order ------------------------------------------------------------------
 
-def _execution_order_sites(model: Model) -> list:
-    sg = model.main
+def _execution_order_sites(sg: Subgraph) -> list:
     consumers = count_consumers(sg)
     sites = []
     for k, op in enumerate(sg.operations):
@@ -230,22 +271,21 @@ def _execution_order(model: Model, site) -> ModelMutant:
 
     HAL rule broken: operations are listed in execution order, every operation input is
     known (a constant, a model input or written by an earlier operation) when it runs."""
-    role, k = site
-    m = clone_model(model)
-    ops_ = m.main.operations
+    m, sg, (role, k), at = _copy_at(model, site)
+    ops_ = sg.operations
     moved = ops_.pop(k)
     if role == "reader":
         ops_.insert(0, moved)
     else:
         ops_.append(moved)
     where = "first" if role == "reader" else "last"
-    return ModelMutant(f"execution_order: operation {k} (a {role}) moved {where}", m)
+    return ModelMutant(f"execution_order: {at}operation {k} (a {role}) moved {where}", m)
 
 
 # 2. operand type ---------------------------------------------------------------------
 
-def _operand_type_sites(model: Model) -> list:
-    return [(i, code) for i in range(len(model.main.operands)) for code in INVALID_OPERAND_TYPES]
+def _operand_type_sites(sg: Subgraph) -> list:
+    return [(i, code) for i in range(len(sg.operands)) for code in INVALID_OPERAND_TYPES]
 
 
 @_kind("operand_type", "model", "mutateOperandTypeTest", _operand_type_sites)
@@ -256,11 +296,10 @@ def _operand_type(model: Model, site) -> ModelMutant:
 
     HAL rule broken: an operand type is an OperandType value or an extension type of a
     declared extension."""
-    i, code = site
-    m = clone_model(model)
-    m.main.operands[i].type = code
-    return ModelMutant(f"operand_type: operand {i} set to type {code:#x}" if code >= 0
-                       else f"operand_type: operand {i} set to type {code}", m)
+    m, sg, (i, code), at = _copy_at(model, site)
+    sg.operands[i].type = code
+    return ModelMutant(f"operand_type: {at}operand {i} set to type {code:#x}" if code >= 0
+                       else f"operand_type: {at}operand {i} set to type {code}", m)
 
 
 # 3. operand rank ---------------------------------------------------------------------
@@ -304,8 +343,7 @@ def _reshaped(dims: list[int], rank: int) -> list[int]:
     return [math.prod(dims[:k])] + list(dims[k:])
 
 
-def _operand_rank_sites(model: Model) -> list:
-    sg = model.main
+def _operand_rank_sites(sg: Subgraph) -> list:
     sites = []
     for i, o in enumerate(sg.operands):
         if is_extension_type(o.type):
@@ -338,11 +376,10 @@ def _operand_rank(model: Model, site) -> ModelMutant:
 
     HAL rules broken: a scalar has no dimensions; an operation's operands have the ranks
     the operation accepts."""
-    i, dims = site
-    m = clone_model(model)
-    old = m.main.operands[i].dimensions
-    m.main.operands[i].dimensions = list(dims)
-    return ModelMutant(f"operand_rank: operand {i} dimensions {old} -> {list(dims)} "
+    m, sg, (i, dims), at = _copy_at(model, site)
+    old = sg.operands[i].dimensions
+    sg.operands[i].dimensions = list(dims)
+    return ModelMutant(f"operand_rank: {at}operand {i} dimensions {old} -> {list(dims)} "
                        f"(rank {len(dims)})", m)
 
 
@@ -359,8 +396,8 @@ def _invalid_scale(t) -> float:
     return 0.0  # quantized types
 
 
-def _operand_scale_sites(model: Model) -> list:
-    return [(i, _invalid_scale(o.type)) for i, o in enumerate(model.main.operands)
+def _operand_scale_sites(sg: Subgraph) -> list:
+    return [(i, _invalid_scale(o.type)) for i, o in enumerate(sg.operands)
             if not is_extension_type(o.type)]
 
 
@@ -372,10 +409,9 @@ def _operand_scale(model: Model, site) -> ModelMutant:
     the quantized types (must be > 0).
 
     HAL rule broken: ``Operand.scale`` per type (AOSP ``validateOperandScale``)."""
-    i, scale = site
-    m = clone_model(model)
-    m.main.operands[i].scale = scale
-    return ModelMutant(f"operand_scale: operand {i} has scale {scale}", m)
+    m, sg, (i, scale), at = _copy_at(model, site)
+    sg.operands[i].scale = scale
+    return ModelMutant(f"operand_scale: {at}operand {i} has scale {scale}", m)
 
 
 # 5. operand zero point ---------------------------------------------------------------
@@ -393,8 +429,8 @@ def _invalid_zero_points(t) -> tuple[int, ...]:
             T.TENSOR_QUANT8_ASYMM_SIGNED: (-129, 128)}.get(t, ())
 
 
-def _operand_zero_point_sites(model: Model) -> list:
-    return [(i, zp) for i, o in enumerate(model.main.operands) if not is_extension_type(o.type)
+def _operand_zero_point_sites(sg: Subgraph) -> list:
+    return [(i, zp) for i, o in enumerate(sg.operands) if not is_extension_type(o.type)
             for zp in _invalid_zero_points(o.type)]
 
 
@@ -407,10 +443,9 @@ def _operand_zero_point(model: Model, site) -> ModelMutant:
     types (must be 0), -129 and 128 for TENSOR_QUANT8_ASYMM_SIGNED (nncts addition).
 
     HAL rule broken: ``Operand.zeroPoint`` per type (AOSP ``validateOperandZeroPoint``)."""
-    i, zp = site
-    m = clone_model(model)
-    m.main.operands[i].zero_point = zp
-    return ModelMutant(f"operand_zero_point: operand {i} has zeroPoint {zp}", m)
+    m, sg, (i, zp), at = _copy_at(model, site)
+    sg.operands[i].zero_point = zp
+    return ModelMutant(f"operand_zero_point: {at}operand {i} has zeroPoint {zp}", m)
 
 
 # 6. operand lifetime -----------------------------------------------------------------
@@ -429,8 +464,8 @@ def _invalid_lifetimes(o: Operand) -> list:
     return out
 
 
-def _operand_lifetime_sites(model: Model) -> list:
-    return [(i, lt) for i, o in enumerate(model.main.operands) if not is_extension_type(o.type)
+def _operand_lifetime_sites(sg: Subgraph) -> list:
+    return [(i, lt) for i, o in enumerate(sg.operands) if not is_extension_type(o.type)
             for lt in _invalid_lifetimes(o)]
 
 
@@ -444,9 +479,7 @@ def _operand_lifetime(model: Model, site) -> ModelMutant:
 
     HAL rule broken: an operand has exactly one source of value: written by one operation
     iff its lifetime is TEMPORARY_VARIABLE or SUBGRAPH_OUTPUT."""
-    i, lifetime = site
-    m = clone_model(model)
-    sg = m.main
+    m, sg, (i, lifetime), at = _copy_at(model, site)
     o = sg.operands[i]
     old = L(o.lifetime)
     if o.lifetime == L.SUBGRAPH_INPUT:
@@ -461,7 +494,7 @@ def _operand_lifetime(model: Model, site) -> ModelMutant:
         sg.input_indexes.append(i)
     elif lifetime == L.SUBGRAPH_OUTPUT:
         sg.output_indexes.append(i)
-    return ModelMutant(f"operand_lifetime: operand {i} has lifetime {lifetime.name} instead of "
+    return ModelMutant(f"operand_lifetime: {at}operand {i} has lifetime {lifetime.name} instead of "
                        f"{old.name}", m)
 
 
@@ -481,8 +514,8 @@ def _input_output_lifetime(o: Operand):
     return None
 
 
-def _input_output_sites(model: Model) -> list:
-    return [(i, lt) for i, o in enumerate(model.main.operands) if not is_extension_type(o.type)
+def _input_output_sites(sg: Subgraph) -> list:
+    return [(i, lt) for i, o in enumerate(sg.operands) if not is_extension_type(o.type)
             for lt in [_input_output_lifetime(o)] if lt is not None]
 
 
@@ -496,23 +529,22 @@ def _input_output_role(model: Model, site) -> ModelMutant:
 
     HAL rule broken: the operands with lifetime SUBGRAPH_INPUT / SUBGRAPH_OUTPUT are
     exactly those listed in inputIndexes / outputIndexes."""
-    i, lifetime = site
-    m = clone_model(model)
-    o = m.main.operands[i]
+    m, sg, (i, lifetime), at = _copy_at(model, site)
+    o = sg.operands[i]
     old = L(o.lifetime)
     o.lifetime = lifetime
     o.location = DataLocation()
     if lifetime == L.CONSTANT_COPY:
         _become_constant_copy(m, o, _size_of(o))
-    return ModelMutant(f"input_output_role: operand {i} has lifetime {lifetime.name} instead of "
+    return ModelMutant(f"input_output_role: {at}operand {i} has lifetime {lifetime.name} instead of "
                        f"{old.name}", m)
 
 
 # 8. numberOfConsumers ----------------------------------------------------------------
 
-def _number_of_consumers_sites(model: Model) -> list:
+def _number_of_consumers_sites(sg: Subgraph) -> list:
     sites = []
-    for i, o in enumerate(model.main.operands):
+    for i, o in enumerate(sg.operands):
         n = o.number_of_consumers
         for wrong in ((1,) if n == 0 else (n - 1, n + 1)):
             sites.append((i, wrong))
@@ -527,16 +559,15 @@ def _number_of_consumers(model: Model, site) -> ModelMutant:
 
     HAL rule broken: ``Operand.numberOfConsumers`` equals the number of operation inputs
     that read the operand (HAL 1.0-1.3 ``Operand``)."""
-    i, wrong = site
-    m = clone_model(model)
-    m.main.operands[i].number_of_consumers = wrong
-    return ModelMutant(f"number_of_consumers: operand {i} numberOfConsumers = {wrong}", m)
+    m, sg, (i, wrong), at = _copy_at(model, site)
+    sg.operands[i].number_of_consumers = wrong
+    return ModelMutant(f"number_of_consumers: {at}operand {i} numberOfConsumers = {wrong}", m)
 
 
 # 9. extra writer ---------------------------------------------------------------------
 
-def _operation_output_sites(model: Model) -> list:
-    return [(k, j) for k, op in enumerate(model.main.operations) for j in range(len(op.outputs))]
+def _operation_output_sites(sg: Subgraph) -> list:
+    return [(k, j) for k, op in enumerate(sg.operations) for j in range(len(op.outputs))]
 
 
 def _as_new_temporary(sg: Subgraph, index: int) -> int:
@@ -556,9 +587,7 @@ def _extra_writer(model: Model, site) -> ModelMutant:
     go to new temporaries). Its inputs gain a consumer each.
 
     HAL rule broken: an operand is written by at most one operation."""
-    k, j = site
-    m = clone_model(model)
-    sg = m.main
+    m, sg, (k, j), at = _copy_at(model, site)
     new = Operation(sg.operations[k].type, list(sg.operations[k].inputs), list(sg.operations[k].outputs))
     for n, idx in enumerate(new.outputs):
         if n != j:
@@ -566,7 +595,7 @@ def _extra_writer(model: Model, site) -> ModelMutant:
     for idx in new.inputs:
         sg.operands[idx].number_of_consumers += 1
     sg.operations.append(new)
-    return ModelMutant(f"extra_writer: a copy of operation {k} also writes operand "
+    return ModelMutant(f"extra_writer: a copy of {at}operation {k} also writes operand "
                        f"{sg.operations[k].outputs[j]}", m)
 
 
@@ -668,8 +697,7 @@ def _still_matches(sg: Subgraph, i: int, new: Operand) -> bool:
     return bool(users)
 
 
-def _operation_operand_type_sites(model: Model) -> list:
-    sg = model.main
+def _operation_operand_type_sites(sg: Subgraph) -> list:
     used = _used_operands(sg)
     flexible_ops = [op for op in sg.operations if op.type in _FLEXIBLE_OPS]
     sites = []
@@ -704,22 +732,20 @@ def _operation_operand_type(model: Model, site) -> ModelMutant:
 
     HAL rule broken: each operation's operands have the types one of its signatures
     gives."""
-    i, t = site
-    m = clone_model(model)
-    sg = m.main
+    m, sg, (i, t), at = _copy_at(model, site)
     old = sg.operands[i]
     new = _operand_as(old, t)
     if new.lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE):
         _become_constant_copy(m, new, _size_of(new))
     sg.operands[i] = new
-    return ModelMutant(f"operation_operand_type: operand {i} set to type {T(t).name} "
+    return ModelMutant(f"operation_operand_type: {at}operand {i} set to type {T(t).name} "
                        f"(was {T(old.type).name})", m)
 
 
 # 11. operation type ------------------------------------------------------------------
 
-def _operation_type_sites(model: Model) -> list:
-    return [(k, code) for k in range(len(model.main.operations)) for code in INVALID_OPERATION_TYPES]
+def _operation_type_sites(sg: Subgraph) -> list:
+    return [(k, code) for k in range(len(sg.operations)) for code in INVALID_OPERATION_TYPES]
 
 
 @_kind("operation_type", "model", "mutateOperationTypeTest", _operation_type_sites)
@@ -729,16 +755,15 @@ def _operation_type(model: Model, site) -> ModelMutant:
 
     HAL rule broken: an operation type is an OperationType value or an operation of a
     declared extension."""
-    k, code = site
-    m = clone_model(model)
-    m.main.operations[k].type = code
-    return ModelMutant(f"operation_type: operation {k} set to type {code}", m)
+    m, sg, (k, code), at = _copy_at(model, site)
+    sg.operations[k].type = code
+    return ModelMutant(f"operation_type: {at}operation {k} set to type {code}", m)
 
 
 # 12-13. operand index out of range ---------------------------------------------------
 
-def _operation_input_sites(model: Model) -> list:
-    return [(k, j) for k, op in enumerate(model.main.operations) for j in range(len(op.inputs))]
+def _operation_input_sites(sg: Subgraph) -> list:
+    return [(k, j) for k, op in enumerate(sg.operations) for j in range(len(op.inputs))]
 
 
 @_kind("input_index_out_of_range", "model", "mutateOperationInputOperandIndexTest",
@@ -748,12 +773,10 @@ def _input_index_out_of_range(model: Model, site) -> ModelMutant:
     ``len(operands)`` (one past the last); the operand it read loses that consumer.
 
     HAL rule broken: operation inputs are indexes of the subgraph's operands."""
-    k, j = site
-    m = clone_model(model)
-    sg = m.main
+    m, sg, (k, j), at = _copy_at(model, site)
     sg.operands[sg.operations[k].inputs[j]].number_of_consumers -= 1
     sg.operations[k].inputs[j] = len(sg.operands)
-    return ModelMutant(f"input_index_out_of_range: operation {k} input {j} = {len(sg.operands)}", m)
+    return ModelMutant(f"input_index_out_of_range: {at}operation {k} input {j} = {len(sg.operands)}", m)
 
 
 @_kind("output_index_out_of_range", "model", "mutateOperationOutputOperandIndexTest",
@@ -763,18 +786,16 @@ def _output_index_out_of_range(model: Model, site) -> ModelMutant:
     operand ``len(operands)`` (one past the last).
 
     HAL rule broken: operation outputs are indexes of the subgraph's operands."""
-    k, j = site
-    m = clone_model(model)
-    sg = m.main
+    m, sg, (k, j), at = _copy_at(model, site)
     sg.operations[k].outputs[j] = len(sg.operands)
-    return ModelMutant(f"output_index_out_of_range: operation {k} output {j} = {len(sg.operands)}", m)
+    return ModelMutant(f"output_index_out_of_range: {at}operation {k} output {j} = {len(sg.operands)}", m)
 
 
 # 14. removed write -------------------------------------------------------------------
 
-def _removed_write_sites(model: Model) -> list:
-    consumers = count_consumers(model.main)
-    return [(k, j) for k, op in enumerate(model.main.operations)
+def _removed_write_sites(sg: Subgraph) -> list:
+    consumers = count_consumers(sg)
+    return [(k, j) for k, op in enumerate(sg.operations)
             for j, idx in enumerate(op.outputs) if consumers[idx] > 0]
 
 
@@ -786,12 +807,10 @@ def _removed_write(model: Model, site) -> ModelMutant:
 
     HAL rule broken: every TEMPORARY_VARIABLE / SUBGRAPH_OUTPUT operand is written by
     exactly one operation (before it is read)."""
-    k, j = site
-    m = clone_model(model)
-    sg = m.main
+    m, sg, (k, j), at = _copy_at(model, site)
     idx = sg.operations[k].outputs[j]
     sg.operations[k].outputs[j] = _as_new_temporary(sg, idx)
-    return ModelMutant(f"removed_write: operation {k} no longer writes operand {idx}", m)
+    return ModelMutant(f"removed_write: {at}operation {k} no longer writes operand {idx}", m)
 
 
 # 15. removed operand -----------------------------------------------------------------
@@ -800,8 +819,7 @@ _SEQUENCE_OPS = (OT.UNIDIRECTIONAL_SEQUENCE_LSTM, OT.UNIDIRECTIONAL_SEQUENCE_RNN
                  OT.BIDIRECTIONAL_SEQUENCE_LSTM, OT.BIDIRECTIONAL_SEQUENCE_RNN)
 
 
-def _removed_operand_sites(model: Model) -> list:
-    sg = model.main
+def _removed_operand_sites(sg: Subgraph) -> list:
     consumers = count_consumers(sg)
     skip = {i for op in sg.operations if op.type == OT.SPLIT or op.type in _SEQUENCE_OPS
             for i in op.outputs}
@@ -832,20 +850,18 @@ def _removed_operand(model: Model, site) -> ModelMutant:
 
     HAL rule broken: the operation that read it no longer has the inputs its signature
     needs."""
-    i = site
-    m = clone_model(model)
-    sg = m.main
+    m, sg, i, at = _copy_at(model, site)
     del sg.operands[i]
     for op in sg.operations:
         op.inputs, op.outputs = _without(op.inputs, i), _without(op.outputs, i)
     sg.input_indexes, sg.output_indexes = _without(sg.input_indexes, i), _without(sg.output_indexes, i)
-    return ModelMutant(f"removed_operand: operand {i} removed", m)
+    return ModelMutant(f"removed_operand: {at}operand {i} removed", m)
 
 
 # 16. removed operation ---------------------------------------------------------------
 
-def _operation_sites(model: Model) -> list:
-    return list(range(len(model.main.operations)))
+def _operation_sites(sg: Subgraph) -> list:
+    return list(range(len(sg.operations)))
 
 
 @_kind("removed_operation", "model", "removeOperationTest", _operation_sites)
@@ -854,13 +870,11 @@ def _removed_operation(model: Model, site) -> ModelMutant:
     each, as HAL 1.3 ``removeOperation`` does).
 
     HAL rule broken: the operands it wrote are never written."""
-    k = site
-    m = clone_model(model)
-    sg = m.main
+    m, sg, k, at = _copy_at(model, site)
     for idx in sg.operations[k].inputs:
         sg.operands[idx].number_of_consumers -= 1
     del sg.operations[k]
-    return ModelMutant(f"removed_operation: operation {k} removed", m)
+    return ModelMutant(f"removed_operation: {at}operation {k} removed", m)
 
 
 # 17. removed operation input ---------------------------------------------------------
@@ -911,9 +925,9 @@ def _remove_input_skip(op: Operation, j: int, sg: Subgraph | None = None) -> boo
     return False
 
 
-def _removed_operation_input_sites(model: Model) -> list:
-    return [(k, j) for k, op in enumerate(model.main.operations) for j in range(len(op.inputs))
-            if not _remove_input_skip(op, j, model.main)]
+def _removed_operation_input_sites(sg: Subgraph) -> list:
+    return [(k, j) for k, op in enumerate(sg.operations) for j in range(len(op.inputs))
+            if not _remove_input_skip(op, j, sg)]
 
 
 @_kind("removed_operation_input", "model", "removeOperationInputTest", _removed_operation_input_sites)
@@ -922,12 +936,10 @@ def _removed_operation_input(model: Model, site) -> ModelMutant:
     loses that consumer), except the inputs AOSP's skip list names as removable.
 
     HAL rule broken: an operation has the number of inputs one of its signatures takes."""
-    k, j = site
-    m = clone_model(model)
-    sg = m.main
+    m, sg, (k, j), at = _copy_at(model, site)
     idx = sg.operations[k].inputs.pop(j)
     sg.operands[idx].number_of_consumers -= 1
-    return ModelMutant(f"removed_operation_input: operation {k} input {j} (operand {idx}) removed", m)
+    return ModelMutant(f"removed_operation_input: {at}operation {k} input {j} (operand {idx}) removed", m)
 
 
 # 18. removed operation output --------------------------------------------------------
@@ -937,10 +949,9 @@ def _removed_operation_output(model: Model, site) -> ModelMutant:
     """AOSP ``removeOperationOutputTest``: an output is removed from an operation.
 
     HAL rules broken: the operation's output count; the operand is never written."""
-    k, j = site
-    m = clone_model(model)
-    idx = m.main.operations[k].outputs.pop(j)
-    return ModelMutant(f"removed_operation_output: operation {k} output {j} (operand {idx}) removed", m)
+    m, sg, (k, j), at = _copy_at(model, site)
+    idx = sg.operations[k].outputs.pop(j)
+    return ModelMutant(f"removed_operation_output: {at}operation {k} output {j} (operand {idx}) removed", m)
 
 
 # 19-20. added operation input / output -----------------------------------------------
@@ -954,8 +965,8 @@ def _add_input_skip(op: Operation) -> bool:
             (op.type in (OT.RESIZE_BILINEAR, OT.RESIZE_NEAREST_NEIGHBOR) and n < 6))
 
 
-def _added_operation_input_sites(model: Model) -> list:
-    return [k for k, op in enumerate(model.main.operations) if not _add_input_skip(op)]
+def _added_operation_input_sites(sg: Subgraph) -> list:
+    return [k for k, op in enumerate(sg.operations) if not _add_input_skip(op)]
 
 
 def _new_int32(sg: Subgraph, lifetime, consumers: int) -> int:
@@ -972,13 +983,11 @@ def _added_operation_input(model: Model, site) -> ModelMutant:
     flags).
 
     HAL rule broken: an operation has the number of inputs one of its signatures takes."""
-    k = site
-    m = clone_model(model)
-    sg = m.main
+    m, sg, k, at = _copy_at(model, site)
     idx = _new_int32(sg, L.SUBGRAPH_INPUT, 1)
     sg.operations[k].inputs.append(idx)
     sg.input_indexes.append(idx)
-    return ModelMutant(f"added_operation_input: operation {k} gets input operand {idx} (INT32)", m)
+    return ModelMutant(f"added_operation_input: {at}operation {k} gets input operand {idx} (INT32)", m)
 
 
 @_kind("added_operation_output", "model", "addOperationOutputTest", _operation_sites)
@@ -987,13 +996,11 @@ def _added_operation_output(model: Model, site) -> ModelMutant:
     model output.
 
     HAL rule broken: an operation has the number of outputs one of its signatures gives."""
-    k = site
-    m = clone_model(model)
-    sg = m.main
+    m, sg, k, at = _copy_at(model, site)
     idx = _new_int32(sg, L.SUBGRAPH_OUTPUT, 0)
     sg.operations[k].outputs.append(idx)
     sg.output_indexes.append(idx)
-    return ModelMutant(f"added_operation_output: operation {k} gets output operand {idx} (INT32)", m)
+    return ModelMutant(f"added_operation_output: {at}operation {k} gets output operand {idx} (INT32)", m)
 
 
 # 21-22. prepare arguments ------------------------------------------------------------

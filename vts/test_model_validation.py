@@ -108,6 +108,20 @@ def _sample_models():
     return models
 
 
+def _control_flow_models():
+    """Corpus models with referenced subgraphs: IF with a branch per value of its condition
+    (ADD, SUB), and a WHILE whose body runs a WHILE of its own (4 referenced subgraphs, every
+    model kind has a place in them)."""
+    from nncts.pytest_plugin import DEFAULT_CORPUS
+    from runtime.testing.test_model import load_spec
+    names = {"V1_3/if_simple": "if_simple_true_int32",
+             "V1_3/while_sum_of_powers_quant8": "while_sum_of_powers_quant8_n_0_all_outputs_as_internal"}
+    models = [to_hal_model(tm) for spec, name in names.items()
+              for tm in load_spec(DEFAULT_CORPUS / f"{spec}.json.gz") if tm.name == name]
+    assert len(models) == len(names) and all(m.referenced for m in models)
+    return models
+
+
 def _fingerprint(model) -> str:
     return repr(model) + "".join(bytes(p.buffer).hex() for p in model.pools)
 
@@ -123,11 +137,12 @@ def test_mutation_kinds_are_complete_and_documented():
 
 
 def test_mutants_are_fresh_copies_that_differ_from_the_original():
-    for model in _sample_models():
+    for model in _sample_models() + _control_flow_models():
         before = _fingerprint(model)
         for name, kind in MODEL_KINDS.items():
             for mutant in kind(model):
                 assert mutant.model is not model and mutant.model.main is not model.main
+                assert not {id(sg) for sg in mutant.model.referenced} & {id(sg) for sg in model.referenced}
                 assert mutant.model.pools == [] or mutant.model.pools[0] is not model.pools[0]
                 changed = _fingerprint(mutant.model) != before
                 assert changed or kind.target == "prepare", f"{mutant.description}: same as the original"
@@ -145,3 +160,51 @@ def test_mutant_cap_is_deterministic_and_spread():
     kind = MODEL_KINDS["operation_operand_type"]
     first = [m.description for m in kind(model, 5)]
     assert first == [m.description for m in kind(model, 5)] and len(first) == 5
+
+
+def test_every_model_mutant_is_rejected_by_the_reference_validator():
+    """Every mutant (uncapped) of every model kind, of models with and without referenced
+    subgraphs, breaks a HAL rule: the reference validator rejects it with INVALID_ARGUMENT."""
+    from runtime.hal.validate import validate_model
+    accepted, n = [], 0
+    for model in _sample_models() + _control_flow_models():
+        validate_model(model)
+        for kind in MODEL_KINDS.values():
+            if kind.target != "model":
+                continue
+            for mutant in kind(model):
+                n += 1
+                try:
+                    validate_model(mutant.model)
+                    accepted.append(mutant.description)
+                except HalError as e:
+                    assert e.status == ErrorStatus.INVALID_ARGUMENT, mutant.description
+    assert n > 2000 and not accepted, f"{len(accepted)} of {n} mutants are valid: {accepted[:8]}"
+
+
+def test_model_kinds_mutate_referenced_subgraphs():
+    """Each model kind has places in the referenced subgraphs as well as in main; a site
+    names its subgraph and a mutant of a referenced subgraph says which, changing that
+    subgraph only; main's mutants keep AOSP's wording. A model without referenced subgraphs
+    has main's sites only."""
+    import re
+    model = _control_flow_models()[1]
+    for name, kind in MODEL_KINDS.items():
+        if kind.target != "model":
+            continue
+        sites = kind.sites(model)
+        where = {g for g, _ in sites}
+        assert None in where and where - {None}, (name, where)
+        for mutant in kind(model):
+            found = re.fullmatch(rf"{name}: (a copy of )?(referenced subgraph (\d+) )?(operand|operation) \d+.*",
+                                 mutant.description)
+            assert found, mutant.description
+            g = None if found[3] is None else int(found[3])
+            changed = [r for r, (a, b) in enumerate(zip(model.referenced, mutant.model.referenced)) if a != b]
+            assert changed == ([] if g is None else [g]), (mutant.description, changed)
+            assert (mutant.model.main != model.main) == (g is None), mutant.description
+        first, last = kind(model, 2)  # the cap spreads over every subgraph's sites
+        assert "referenced subgraph" not in first.description and "referenced subgraph" in last.description
+    for model in _sample_models():
+        assert all(g is None for kind in MODEL_KINDS.values() if kind.target == "model"
+                   for g, _ in kind.sites(model))
