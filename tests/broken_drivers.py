@@ -220,3 +220,54 @@ class IgnoresDilation(_ArgumentOverride):
     """Runs CONV_2D and DEPTHWISE_CONV_2D as if their FL3 dilation factors were 1."""
 
     slots = {"dilation_width": 1, "dilation_height": 1}
+
+
+class TrustsReferencedSubgraphs(SampleDevice):
+    """Validates the main subgraph only: the referenced subgraphs (IF/WHILE branches,
+    conditions and bodies) are trusted. It validates a copy of the model in which each
+    referenced subgraph keeps its interface (its input and output operands, which the IF
+    and WHILE rules of main compare with main's operands) but its contents are one opaque
+    extension operation reading the inputs and writing the outputs, so no rule of the
+    contents (operand fields, lifetimes, numberOfConsumers, execution order, writers,
+    operation types and signatures) is checked; it decides support and prepares on the
+    model itself. The HAL rules hold in every subgraph (HAL 1.3 ``Model.referenced``, AOSP
+    ``validateModel`` validating each subgraph): the VTS mutants of referenced subgraphs
+    (vts/mutations.py) must catch it, and it must pass every mutant of main."""
+
+    EXTENSION = "nncts.test.trusted_subgraph"
+
+    def _trusted(self, model):
+        from runtime.extensions import make_extension_type
+        from runtime.hal.types import ExtensionNameAndPrefix, Model
+        prefix = 1 + max((int(e.prefix) for e in model.extension_name_to_prefix), default=0)
+        trusted = Model(model.main, [self._stand_in(sg, make_extension_type(prefix, 0))
+                                     for sg in model.referenced],
+                        model.operand_values, model.pools, model.relax_computation_float32_to_float16,
+                        [*model.extension_name_to_prefix, ExtensionNameAndPrefix(self.EXTENSION, prefix)])
+        trusted.untrusted = model  # support is decided on the model itself (see supports)
+        return trusted
+
+    @staticmethod
+    def _stand_in(sg, operation_type):
+        """``sg``'s interface around one ``operation_type`` operation (``sg`` itself when an
+        input or output index is out of range: no interface to keep)."""
+        from runtime.hal.types import DataLocation, Operation, Subgraph
+        from runtime.types import OperandLifeTime as L
+        if any(not 0 <= i < len(sg.operands) for i in (*sg.input_indexes, *sg.output_indexes)):
+            return sg
+        ins = [dataclasses.replace(sg.operands[i], lifetime=L.SUBGRAPH_INPUT, number_of_consumers=1,
+                                   location=DataLocation()) for i in sg.input_indexes]
+        outs = [dataclasses.replace(sg.operands[i], lifetime=L.SUBGRAPH_OUTPUT, number_of_consumers=0,
+                                    location=DataLocation()) for i in sg.output_indexes]
+        n = len(ins)
+        io = (list(range(n)), list(range(n, n + len(outs))))
+        return Subgraph(ins + outs, [Operation(operation_type, *io)], *io)
+
+    def supports(self, model, operation, *args, **kwargs):
+        return super().supports(getattr(model, "untrusted", model), operation, *args, **kwargs)
+
+    def get_supported_operations(self, model):
+        return super().get_supported_operations(self._trusted(model))
+
+    def _check_preparable(self, model):
+        super()._check_preparable(self._trusted(model))
