@@ -40,6 +40,7 @@ Exit status: 0 when the run ended normally without any new finding, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import random
 import subprocess
@@ -50,7 +51,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Instrumentation of the validation target (the full target: all of runtime, control and
 #: data flow): see :func:`instrument_for_validation`.
 VALIDATION_DATAFLOW = ("runtime.hal.validate",)
-VALIDATION_CONTROL_FLOW = ("runtime.ops", "runtime.drivers")
+VALIDATION_CONTROL_FLOW = ("runtime.ops", "runtime.drivers", "runtime.hal.operand_rules")
 VALIDATION_UNINSTRUMENTED = ("runtime.ops.base",)
 
 
@@ -134,6 +135,7 @@ def child_main(args, libfuzzer_args: list[str]) -> None:
     else:
         target = _make_target(args)
         instrument_for_validation(extra_dataflow=(driver_top,) if driver_top else ())
+    gc.freeze()  # what exists now lives as long as the process: keep it out of collections
     atheris.Setup([sys.argv[0], *libfuzzer_args], target)
     atheris.Fuzz()
 
@@ -163,8 +165,8 @@ def instrument_for_validation(extra_dataflow=()) -> int:
     with control flow only; everything else (converters, data types, the decoder, the
     operation table's generic signature matching in runtime.ops.base) runs uninstrumented.
     Instrumented code runs at about half speed and comparison tracing costs a further
-    fifth, hence the split. Returns the number of functions instrumented."""
-    import gc
+    fifth, hence the split (operand field rules, :mod:`runtime.hal.operand_rules`, are
+    control flow only: plain range checks). Returns the number of functions instrumented."""
     import types
     from atheris.instrument_bytecode import patch_code
     dataflow = VALIDATION_DATAFLOW + tuple(extra_dataflow)

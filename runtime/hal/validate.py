@@ -13,7 +13,6 @@ the operands of extension operations are the driver's to check.
 """
 from __future__ import annotations
 
-import math
 from collections import Counter
 from itertools import chain, repeat
 from operator import attrgetter
@@ -22,237 +21,20 @@ import numpy as np
 
 from .. import ops
 from ..errors import HalError, OperationError
-from ..extensions import extension_prefix, is_extension_type, is_tensor_operand_type, type_name
+from ..extensions import is_extension_type, is_tensor_operand_type, type_name
 from ..ops.base import OperandView, OpContext
 from ..ops.control_flow import ANY, AnyOperand
-from ..types import (ErrorStatus, OperandLifeTime, OperandType, OperationType,
-                     is_quantized_type, is_tensor_type, operand_dtype, operand_element_size)
+from ..types import OperandLifeTime, OperandType, OperationType, is_tensor_type, operand_dtype
 from . import validation_memo
+from .operand_rules import (MAX_OPERAND_BYTES, MAX_RANK, check_operand, extension_prefixes,
+                            operand_byte_size, resolve_type)
+from .operand_rules import fail as _fail
 from .types import Model, Operand, Request, Subgraph, SymmPerChannelQuantParams
 
 L = OperandLifeTime
 T = OperandType
-_LIFETIMES = OperandLifeTime._value2member_map_
 _OPERAND_TYPES = OperandType._value2member_map_
 _OPERATION_TYPES = OperationType._value2member_map_
-
-#: No tensor may hold more bytes than this (hostile sizes are rejected before allocating).
-MAX_OPERAND_BYTES = 2**31 - 1
-#: No tensor may have a higher rank: declared (operands), given (request arguments) or
-#: inferred at execution. NNAPI sets no limit; no operation takes more than rank 4 or 5
-#: but the rank-generic ones, and numpy stops at 64.
-MAX_RANK = 16
-
-_ZERO_POINT_RANGE = {
-    T.TENSOR_QUANT8_ASYMM: (0, 255),
-    T.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
-    T.TENSOR_QUANT8_SYMM: (0, 0),
-    T.TENSOR_QUANT16_ASYMM: (0, 65535),
-    T.TENSOR_QUANT16_SYMM: (0, 0),
-    T.TENSOR_QUANT8_SYMM_PER_CHANNEL: (0, 0),
-}
-
-
-def _fail(message: str):
-    raise HalError(ErrorStatus.INVALID_ARGUMENT, message)
-
-
-def operand_byte_size(operand_type: OperandType, dims) -> int:
-    """Bytes needed by an operand of ``operand_type`` and fully specified ``dims``
-    (scalars: element size). Returns 0 when a dimension is unknown.
-
-    Extension types: from the :class:`ExtensionOperandTypeInformation` an
-    :class:`runtime.extensions.ExtensionTypeCode` carries (scalar: its byte size; tensor:
-    byte size per element, 0 for unknown rank), as AOSP ``TypeManager::getSizeOfData``;
-    0 (unknown) for a bare extension code, whose size only the driver knows."""
-    n = math.prod(map(int, dims))
-    if is_extension_type(operand_type):
-        info = getattr(operand_type, "info", None)
-        if info is None:
-            return 0
-        if not info.is_tensor:
-            return int(info.byte_size)
-        return n * int(info.byte_size) if len(dims) else 0
-    return n * operand_element_size(operand_type)
-
-
-def _extension_prefixes(model: Model) -> set[int]:
-    """The prefixes of ``model.extension_name_to_prefix``, after checking the table: names
-    non-empty strings, prefixes in [1, 0xFFFF], neither repeated."""
-    names, prefixes = set(), set()
-    for i, e in enumerate(model.extension_name_to_prefix):
-        if not isinstance(e.name, str) or not e.name:
-            _fail(f"extensionNameToPrefix {i}: name {e.name!r} must be a non-empty string")
-        if not isinstance(e.prefix, (int, np.integer)) or not 1 <= e.prefix <= 0xFFFF:
-            _fail(f"extensionNameToPrefix {i} ({e.name}): prefix {e.prefix} must be in [1, 0xFFFF]")
-        if e.name in names:
-            _fail(f"extensionNameToPrefix {i}: extension {e.name} is listed twice")
-        if int(e.prefix) in prefixes:
-            _fail(f"extensionNameToPrefix {i} ({e.name}): prefix {e.prefix} is used twice")
-        names.add(e.name)
-        prefixes.add(int(e.prefix))
-    return prefixes
-
-
-def _resolve_type(where: str, code, enum_cls, model: Model):
-    """``code`` as a member of ``enum_cls`` (OperandType or OperationType), or the extension
-    code itself when its prefix is declared in extensionNameToPrefix; INVALID_ARGUMENT
-    otherwise."""
-    if is_extension_type(code):
-        if extension_prefix(code) not in _extension_prefixes(model):
-            _fail(f"{where}: type {int(code):#x} is an extension type with prefix "
-                  f"{extension_prefix(code)}, which extensionNameToPrefix does not declare")
-        return code
-    try:
-        member = enum_cls._value2member_map_.get(code)
-    except TypeError:  # unhashable
-        member = None
-    if member is None:
-        _fail(f"{where}: type {code} is not a valid {enum_cls.__name__}")
-    return member
-
-
-_PLAIN_INT = frozenset({int})
-
-
-def _uint32_dims(dims) -> bool:
-    """Whether every dimension is an integer in [0, 2^32 - 1] (builtin calls only: this
-    runs once per operand of every model validated)."""
-    if not dims:
-        return True
-    if not _PLAIN_INT.issuperset(map(type, dims)) and \
-            not all(isinstance(d, (int, np.integer)) for d in dims):
-        return False
-    return min(dims) >= 0 and max(dims) <= 0xFFFFFFFF
-
-
-#: Operand types with no quantization parameters, lifetimes with no location: an operand of
-#: these with scale 0, zeroPoint 0, no extraParams and an empty location needs only its
-#: dimensions checked (:func:`_plain_operand_ok`).
-_PLAIN_TYPES = frozenset(set(OperandType) - set(_ZERO_POINT_RANGE) - {T.SUBGRAPH})
-_PLAIN_LIFETIMES = frozenset({L.TEMPORARY_VARIABLE, L.SUBGRAPH_INPUT, L.SUBGRAPH_OUTPUT, L.NO_VALUE})
-_ZEROS = (0, 0, 0, 0, 0)
-
-
-def _plain_operand_ok(op: Operand) -> bool:
-    """True when ``op`` certainly passes :func:`_check_operand`: the common case (a float,
-    int or bool operand that is an input, output, temporary or omitted) decided in a few
-    builtin comparisons. False means "check in full", not "invalid"."""
-    loc = op.location
-    try:
-        if op.type not in _PLAIN_TYPES or op.lifetime not in _PLAIN_LIFETIMES or \
-                op.extra_params is not None or \
-                (op.scale, op.zero_point, loc.pool_index, loc.offset, loc.length) != _ZEROS:
-            return False
-    except TypeError:  # an unhashable type or lifetime: the full check says what is wrong
-        return False
-    dims = op.dimensions
-    if not is_tensor_type(op.type):
-        return not dims
-    return _uint32_dims(dims) and len(dims) <= MAX_RANK and \
-        (0 in dims or operand_byte_size(op.type, dims) <= MAX_OPERAND_BYTES)
-
-
-def _check_operand(where: str, op: Operand, model: Model, n_referenced: int) -> None:
-    if _plain_operand_ok(op):
-        return
-    try:
-        t = _OPERAND_TYPES.get(op.type)
-    except TypeError:  # unhashable: _resolve_type says so
-        t = None
-    ext = t is None and is_extension_type(op.type)
-    if t is None:
-        t = _resolve_type(where, op.type, OperandType, model)
-    dims = op.dimensions
-    if not _uint32_dims(dims):
-        _fail(f"{where}: dimensions {list(dims)} must be uint32 values")
-    if ext:  # scalar or tensor: only the extension knows (the driver checks)
-        if len(dims) > MAX_RANK:
-            _fail(f"{where}: rank {len(dims)} is absurd (more than {MAX_RANK})")
-    elif not is_tensor_type(t):
-        if dims:
-            _fail(f"{where}: scalar type {t.name} must have no dimensions, got {list(dims)}")
-    elif len(dims) > MAX_RANK:
-        _fail(f"{where}: rank {len(dims)} is absurd (more than {MAX_RANK})")
-    elif 0 not in dims and operand_byte_size(t, dims) > MAX_OPERAND_BYTES:
-        _fail(f"{where}: {t.name}{list(dims)} needs more than 2^31 bytes")
-    scale, zp = op.scale, op.zero_point
-    if not math.isfinite(scale) or scale < 0:
-        _fail(f"{where}: scale {scale} must be finite and >= 0")
-    ep = op.extra_params
-    if ep is None:
-        pass
-    elif ext:
-        if not isinstance(ep, (bytes, bytearray)):
-            _fail(f"{where}: extension operand extraParams must be extension data (bytes), "
-                  f"got {type(ep).__name__}")
-    elif isinstance(ep, (bytes, bytearray)):
-        _fail(f"{where}: {t.name} is a base operand type and cannot carry extension data")
-    elif not isinstance(ep, SymmPerChannelQuantParams):
-        _fail(f"{where}: extraParams of type {type(ep).__name__} are not valid")
-    elif t != T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
-        _fail(f"{where}: {t.name} cannot have per-channel quantization parameters")
-    if ext:
-        pass  # scale and zeroPoint of extension types: the driver's rules (AOSP ValidateHal)
-    elif t in _ZERO_POINT_RANGE:
-        lo, hi = _ZERO_POINT_RANGE[t]
-        if t == T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
-            if scale != 0 or zp != 0:
-                _fail(f"{where}: {t.name} must have scale 0 and zeroPoint 0 (scales are per channel)")
-            if ep is None:
-                _fail(f"{where}: {t.name} needs per-channel quantization parameters")
-            if not 0 <= ep.channel_dim < max(len(dims), 1):
-                _fail(f"{where}: channelDim {ep.channel_dim} is out of range for rank {len(dims)}")
-            if dims and dims[ep.channel_dim] not in (0, len(ep.scales)):
-                _fail(f"{where}: {len(ep.scales)} scales for {dims[ep.channel_dim]} channels")
-            if any(not (s > 0 and math.isfinite(s)) for s in ep.scales):
-                _fail(f"{where}: per-channel scales must be positive")
-        else:
-            if scale <= 0:
-                _fail(f"{where}: {t.name} scale {scale} must be > 0")
-            if not lo <= zp <= hi:
-                _fail(f"{where}: {t.name} zeroPoint {zp} must be in [{lo}, {hi}]")
-    elif t != T.TENSOR_INT32 and (scale != 0 or zp != 0):  # SUBGRAPH too (AOSP validateOperandScale)
-        _fail(f"{where}: {type_name(t)} must have scale 0 and zeroPoint 0, got {scale}/{zp}")
-    elif t == T.TENSOR_INT32 and zp != 0:  # any scale >= 0, zeroPoint 0 (AOSP validateOperandZeroPoint)
-        _fail(f"{where}: TENSOR_INT32 zeroPoint {zp} must be 0")
-
-    loc = op.location
-    try:
-        lt = _LIFETIMES.get(op.lifetime)
-    except TypeError:  # unhashable
-        lt = None
-    if lt is None:
-        _fail(f"{where}: lifetime {op.lifetime} is not a valid OperandLifeTime")
-    if min(loc.offset, loc.length, loc.pool_index) < 0:
-        _fail(f"{where}: location {loc} has a negative field")
-    if lt in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE):
-        if 0 in dims or (is_tensor_type(t) and not dims):
-            _fail(f"{where}: constant operand must have fully specified dimensions, got {list(dims)}")
-        if lt == L.CONSTANT_COPY:
-            if loc.pool_index != 0 or loc.offset + loc.length > len(model.operand_values):
-                _fail(f"{where}: CONSTANT_COPY location {loc} is outside operandValues "
-                      f"({len(model.operand_values)} bytes)")
-        else:
-            if loc.pool_index >= len(model.pools):
-                _fail(f"{where}: CONSTANT_REFERENCE pool {loc.pool_index} does not exist "
-                      f"({len(model.pools)} pools)")
-            if loc.offset + loc.length > model.pools[loc.pool_index].size:
-                _fail(f"{where}: CONSTANT_REFERENCE location {loc} is outside pool "
-                      f"{loc.pool_index} ({model.pools[loc.pool_index].size} bytes)")
-        if not ext and t != T.SUBGRAPH and loc.length != operand_byte_size(t, dims):
-            _fail(f"{where}: constant holds {loc.length} bytes, {t.name}{list(dims)} needs "
-                  f"{operand_byte_size(t, dims)}")
-    elif lt == L.SUBGRAPH:
-        if t != T.SUBGRAPH:
-            _fail(f"{where}: SUBGRAPH lifetime needs operand type SUBGRAPH, got {type_name(t)}")
-        if loc.offset >= n_referenced or loc.length != 0:
-            _fail(f"{where}: subgraph reference {loc.offset} is out of range ({n_referenced} referenced)")
-    elif (loc.pool_index, loc.offset, loc.length) != (0, 0, 0):
-        _fail(f"{where}: {lt.name} operand must have an empty location, got {loc}")
-    if t == T.SUBGRAPH and lt != L.SUBGRAPH:
-        _fail(f"{where}: operand type SUBGRAPH needs lifetime SUBGRAPH, got {lt.name}")
-
 
 def _signature_error(opdef, inputs, outputs, feature_level) -> str:
     """Explain why no signature of ``opdef`` fits (the signature that fits longest)."""
@@ -335,7 +117,7 @@ def _check_subgraph(name: str, sg: Subgraph, model: Model, feature_level: int) -
     n_referenced = len(model.referenced)
     by_lifetime: dict[OperandLifeTime, list[int]] = {}
     for i, op in enumerate(sg.operands):
-        _check_operand(f"{name} operand {i}", op, model, n_referenced)
+        check_operand(f"{name} operand {i}", op, model, n_referenced)
         by_lifetime.setdefault(op.lifetime, []).append(i)
     for kind, indexes, lifetime in (("input", sg.input_indexes, L.SUBGRAPH_INPUT),
                                     ("output", sg.output_indexes, L.SUBGRAPH_OUTPUT)):
@@ -367,11 +149,11 @@ def _check_subgraph(name: str, sg: Subgraph, model: Model, feature_level: int) -
     for k, operation in enumerate(sg.operations):
         try:
             op_type = _OPERATION_TYPES.get(operation.type)
-        except TypeError:  # unhashable: _resolve_type says so
+        except TypeError:  # unhashable: resolve_type says so
             op_type = None
         ext_op = op_type is None and is_extension_type(operation.type)
         if op_type is None:
-            op_type = _resolve_type(f"{name} operation {k}", operation.type, OperationType, model)
+            op_type = resolve_type(f"{name} operation {k}", operation.type, OperationType, model)
         where = f"{name} operation {k} ({type_name(op_type)})"
         for kind, idxs in (("input", operation.inputs), ("output", operation.outputs)):
             if idxs and (min(idxs) < 0 or max(idxs) >= n):
@@ -574,7 +356,7 @@ def _validate_model(model: Model, feature_level: int) -> list[list[int | None]]:
     for i, pool in enumerate(model.pools):
         if not hasattr(pool, "buffer"):
             _fail(f"pool {i}: not a memory object")
-    _extension_prefixes(model)
+    extension_prefixes(model)
     if model.referenced and feature_level < 4:
         _fail(f"the model has {len(model.referenced)} referenced subgraphs; referenced subgraphs "
               f"(IF/WHILE) need feature level 4, validating for feature level {feature_level}")
