@@ -36,6 +36,7 @@ T = OperandType
 _OPERAND_TYPES = OperandType._value2member_map_
 _OPERATION_TYPES = OperationType._value2member_map_
 
+
 def _signature_error(opdef, inputs, outputs, feature_level) -> str:
     """Explain why no signature of ``opdef`` fits (the signature that fits longest)."""
     best, best_pos = None, -1
