@@ -1,0 +1,297 @@
+"""Coverage cells of one operation, derived from the operation table (``runtime.ops``), and
+which cells one use of the operation (its operand views) covers.
+
+Axes (issue 9), every cell named ``<axis>`` / ``key`` (unique within the operation):
+
+- ``signature``: one cell per :class:`~runtime.ops.base.Signature` row (key ``sig<i>``,
+  label ``Signature.describe()``); a use covers the lowest-level row that accepts it
+  (``OperationDef.match``, as ``runtime/hal/validate.py`` matches).
+- ``enum``: each value of each enumerated scalar slot, named by the slot's Arg name
+  (:data:`DOMAINS`; any other BOOL scalar: false/true). Key ``<arg>=<label>``. A constant
+  operand's value covers its cell; an omitted or non-constant one covers none. A value the
+  operation's own ``validate`` rejects in every signature that has the slot is
+  "impossible", the rule cited is the table's error message.
+- ``quant``: per quantized tensor type in the operation's signatures: zero point 0 / mid
+  (strictly between the type's min and max, not 0) / extreme (the type's min or max, other
+  than 0) for asymmetric types; scale < 1 / scale > 1 for every quantized type (per-channel:
+  any channel's scale). An operation with no quantized signature has no quant cell.
+- ``shape``: batch > 1 (input 0 may have rank >= 2; covered by declared dims[0] > 1);
+  non-square spatial (input 0 is rank 4 only; H != W, NCHW when a constant ``layout`` is
+  true); broadcasting forms of element-wise binary operations (:data:`BROADCAST_PAIRS`);
+  square / non-square weight matrices (:data:`WEIGHT_ARGS`).
+- ``optional``: each optional slot omitted / given (a slot absent from the matched row of
+  an operation that has it elsewhere counts as omitted); one ``zero-sized input`` cell for
+  every operation (the table does not say which operations accept zero-sized tensors, so
+  none is marked impossible): covered when an input's declared dimensions hold a 0 next to
+  a known (non-zero) dimension, the way AOSP declares zero-sized temporaries.
+
+Shapes are the declared dimensions (0 = unknown, never counted as a size).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from runtime import ops
+from runtime.errors import OperationError
+from runtime.ops.base import Arg, OpContext, OperandView, OperationDef, Signature
+from runtime.types import (OperandType as T, OperationType, is_quantized_type, is_tensor_type,
+                           operand_dtype)
+
+AXES = ("signature", "enum", "quant", "shape", "optional")
+
+#: Enumerated scalar slots by Arg name: (label, value) pairs. NNAPI FuseCode (0-3);
+#: PaddingCode; the layout flag; BOX_WITH_NMS_LIMIT's
+#: kernels; MIRROR_PAD's modes; LSHProjectionType; INT32 flags (keep_dims of MEAN,
+#: time_major of UNIDIRECTIONAL_SEQUENCE_RNN: non-zero = true).
+DOMAINS: dict[str, tuple[tuple[str, object], ...]] = {
+    "activation": (("NONE", 0), ("RELU", 1), ("RELU1", 2), ("RELU6", 3)),
+    "padding_scheme": (("SAME", 1), ("VALID", 2)),
+    "layout": (("NHWC", False), ("NCHW", True)),
+    "nms_kernel": (("hard", 0), ("linear", 1), ("gaussian", 2)),
+    "mode": (("REFLECT", 0), ("SYMMETRIC", 1)),
+    "type": (("SPARSE_DEPRECATED", 1), ("DENSE", 2), ("SPARSE", 3)),
+    "keep_dims": (("false", 0), ("true", 1)),
+    "time_major": (("false", 0), ("true", 1)),
+}
+#: Values beyond a domain that some operations accept (LSTM's activation: TANH, SIGMOID):
+#: a cell only where the operation's ``validate`` checks the slot (rejects an absurd value)
+#: and accepts the value.
+EXTRA_VALUES = {"activation": (("TANH", 4), ("SIGMOID", 6))}
+_ABSURD = 12345
+_BOOL_DOMAIN = (("false", False), ("true", True))
+#: Axis slots (scalar or 1-D tensor of axes): sign of the given axes.
+AXIS_NAMES = ("axis", "axes")
+_AXIS_DOMAIN = (("positive", 0), ("negative", -1))
+#: Input name pairs of element-wise binary operations that broadcast (NNAPI: ADD, MUL, SUB,
+#: DIV, comparisons, logical AND/OR, MAXIMUM, MINIMUM: input0/input1; POW; PRELU).
+BROADCAST_PAIRS = (("input0", "input1"), ("base", "exponent"), ("input", "alpha"))
+BROADCAST_FORMS = ("same shape", "one side rank-lower", "one side size-1 dims", "both sides broadcast")
+#: Weight-matrix slots: FULLY_CONNECTED weights [num_units, input_size]; BATCH_MATMUL rhs
+#: (its last two dimensions).
+WEIGHT_ARGS = {OperationType.FULLY_CONNECTED: "weights", OperationType.BATCH_MATMUL: "rhs"}
+
+_ASYMM = {t: (int(np.iinfo(operand_dtype(t)).min), int(np.iinfo(operand_dtype(t)).max))
+          for t in (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT16_ASYMM)}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One coverage cell: ``axis`` (one of :data:`AXES`), ``key`` (unique per operation),
+    ``label`` (for people) and ``impossible`` (the rule that rules it out, or "")."""
+
+    axis: str
+    key: str
+    label: str
+    impossible: str = ""
+
+
+def domain(arg: Arg) -> tuple[tuple[str, object], ...] | None:
+    """The enumerated values of a scalar (or axis-tensor) slot, or None if not enumerated."""
+    if arg.name in AXIS_NAMES and arg.type in (T.INT32, T.TENSOR_INT32):
+        return _AXIS_DOMAIN
+    if is_tensor_type(arg.type) or arg.type not in (T.INT32, T.BOOL):
+        return None
+    if arg.name in DOMAINS:
+        return DOMAINS[arg.name]
+    return _BOOL_DOMAIN if arg.type == T.BOOL else None
+
+
+def classify(arg: Arg, value: np.ndarray) -> set[str]:
+    """Labels of ``domain(arg)`` that a constant ``value`` covers (unknown values: none)."""
+    dom = domain(arg)
+    if dom is None or value is None or np.size(value) == 0:
+        return set()
+    if dom is _AXIS_DOMAIN:
+        v = np.asarray(value).ravel()
+        return {label for label, hit in (("positive", (v >= 0).any()), ("negative", (v < 0).any())) if hit}
+    v = np.asarray(value).item()
+    if dom is _BOOL_DOMAIN or arg.name in ("keep_dims", "time_major"):
+        return {"true" if v else "false"}
+    return {label for label, code in (*dom, *EXTRA_VALUES.get(arg.name, ())) if code == v}
+
+
+def _probe_views(s: Signature, slot: int, value) -> list[OperandView]:
+    views = []
+    for i, a in enumerate(s.inputs):
+        rank = (a.ranks or (4,))[-1] if is_tensor_type(a.type) else 0
+        dims = (2,) * rank
+        cq = (np.ones(2, np.float32), 0) if a.type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL else None
+        v = None
+        if i == slot:
+            v = np.asarray(value, operand_dtype(a.type))
+            if is_tensor_type(a.type):
+                dims, v = (1,), v.reshape(1)
+        views.append(OperandView(a.type, dims, 1.0 if is_quantized_type(a.type) else 0.0, 0, v,
+                                 channel_quant=cq))
+    return views
+
+
+def _rejects(opdef: OperationDef, s: Signature, slot: int, value, baseline) -> str:
+    """The message of ``opdef.validate`` rejecting ``value`` in ``slot`` of ``s`` when the
+    domain's first value passes there; "" otherwise (accepted, or nothing to judge)."""
+    if opdef.validate is None:
+        return ""
+    outs = [OperandView(a.type, (), 1.0 if is_quantized_type(a.type) else 0.0) for a in s.outputs]
+
+    def run(v) -> str:
+        try:
+            opdef.validate(OpContext(opdef.type, _probe_views(s, slot, v), outs))
+        except (OperationError, ValueError, TypeError, IndexError) as e:
+            return str(e) or type(e).__name__
+        return ""
+    return run(value) if not run(baseline) else ""
+
+
+def _enum_cells(opdef: OperationDef) -> list[Cell]:
+    found: dict[str, list[tuple[Signature, int, Arg]]] = {}
+    for s in opdef.signatures:
+        for i, a in enumerate(s.inputs):
+            if domain(a) is not None:
+                found.setdefault(a.name, []).append((s, i, a))
+    cells = []
+    for name, uses in found.items():
+        dom = domain(uses[0][2])
+        for label, value in dom:
+            rules = [_rejects(opdef, s, i, value, dom[0][1]) for s, i, _ in uses]
+            rule = rules[0] if all(rules) else ""
+            cells.append(Cell("enum", f"{name}={label}", f"{name} = {label}",
+                              f"{opdef.type.name} validation: {rule}" if rule else ""))
+        checked = [(s, i) for s, i, _ in uses if _rejects(opdef, s, i, _ABSURD, dom[0][1])]
+        cells += [Cell("enum", f"{name}={label}", f"{name} = {label}")
+                  for label, value in EXTRA_VALUES.get(name, ())
+                  if any(not _rejects(opdef, s, i, value, dom[0][1]) for s, i in checked)]
+    return cells
+
+
+def _quant_types(opdef: OperationDef) -> list[T]:
+    seen = []
+    for s in opdef.signatures:
+        for a in (*s.inputs, *s.outputs):
+            if is_quantized_type(a.type) and a.type not in seen:
+                seen.append(a.type)
+    return seen
+
+
+def _args(opdef: OperationDef) -> list[Arg]:
+    return [a for s in opdef.signatures for a in s.inputs]
+
+
+@lru_cache(maxsize=None)
+def cells_for(op_type: OperationType) -> tuple[Cell, ...]:
+    """Every coverage cell of ``op_type``, in axis order."""
+    opdef = ops.REGISTRY[op_type]
+    cells = [Cell("signature", f"sig{i}", s.describe()) for i, s in enumerate(opdef.signatures)]
+    cells += _enum_cells(opdef)
+    for t in _quant_types(opdef):
+        if t in _ASYMM:
+            cells += [Cell("quant", f"{t.name} zp={k}", f"{t.name} zero point {k}")
+                      for k in ("0", "mid", "extreme")]
+        cells += [Cell("quant", f"{t.name} scale{k}1", f"{t.name} scale {k} 1") for k in "<>"]
+    firsts = [s.inputs[0] for s in opdef.signatures if s.inputs]
+    if any(is_tensor_type(a.type) and (a.ranks is None or max(a.ranks) >= 2) for a in firsts):
+        cells.append(Cell("shape", "batch>1", "batch > 1 (input 0 dims[0] > 1)"))
+    if any(a.ranks == (4,) for a in firsts):
+        cells.append(Cell("shape", "non-square", "non-square spatial (H != W)"))
+    if _broadcast_pair(opdef.signatures[0]) is not None:
+        cells += [Cell("shape", f"broadcast:{f}", f"broadcast: {f}") for f in BROADCAST_FORMS]
+    if op_type in WEIGHT_ARGS:
+        cells += [Cell("shape", f"weights:{k}", f"{k} weights ({WEIGHT_ARGS[op_type]})")
+                  for k in ("square", "non-square")]
+    optional = list(dict.fromkeys(a.name for a in _args(opdef) if a.optional))
+    cells += [Cell("optional", f"{n} {k}", f"{n} {k}") for n in optional for k in ("omitted", "given")]
+    cells.append(Cell("optional", "zero-sized", "zero-sized input"))
+    return tuple(cells)
+
+
+def _broadcast_pair(s: Signature) -> tuple[int, int] | None:
+    names = [a.name for a in s.inputs]
+    for x, y in BROADCAST_PAIRS:
+        if names[:2] == [x, y] and all(is_tensor_type(a.type) for a in s.inputs[:2]):
+            return 0, 1
+    return None
+
+
+def _broadcast_form(a: tuple[int, ...], b: tuple[int, ...]) -> str | None:
+    if not a or not b or 0 in a or 0 in b:
+        return None
+    if a == b:
+        return BROADCAST_FORMS[0]
+    n = max(len(a), len(b))
+    pa, pb = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+    a_bc = any(x == 1 and y > 1 for x, y in zip(pa, pb))
+    b_bc = any(y == 1 and x > 1 for x, y in zip(pa, pb))
+    if a_bc and b_bc:
+        return BROADCAST_FORMS[3]
+    return BROADCAST_FORMS[1] if len(a) != len(b) else BROADCAST_FORMS[2]
+
+
+def signature_index(opdef: OperationDef, s: Signature) -> int:
+    """Index in ``opdef.signatures`` of a matched row (for a variadic operation the row
+    that ``match`` expanded into ``s``)."""
+    for i, row in enumerate(opdef.signatures):
+        if row is s:
+            return i
+    for i, row in enumerate(opdef.signatures):
+        if row.feature_level == s.feature_level and set(row.inputs) == set(s.inputs) \
+                and set(row.outputs) == set(s.outputs):
+            return i
+    return -1
+
+
+def covered(op_type: OperationType, ins: list[OperandView], outs: list[OperandView]) -> set[str]:
+    """Keys of the cells of ``op_type`` that one use with these operand views covers (inputs'
+    ``value`` set for constants only); empty when no signature accepts the use."""
+    opdef = ops.REGISTRY[op_type]
+    s = opdef.match(ins, outs)
+    if s is None:
+        return set()
+    keys = {f"sig{signature_index(opdef, s)}"}
+    names = {}
+    for a, v in zip(s.inputs, ins):
+        names.setdefault(a.name, v)
+        if not v.omitted:
+            keys |= {f"{a.name}={label}" for label in classify(a, v.value)}
+    for t in _quant_types(opdef):
+        for v in (*ins, *outs):
+            if v.type == t and not v.omitted:
+                keys |= _quant_keys(v)
+    x = ins[0] if ins else None
+    if x is not None and is_tensor_type(x.type) and len(x.dims) >= 2 and x.dims[0] > 1:
+        keys.add("batch>1")
+    if x is not None and len(x.dims) == 4:
+        layout = names.get("layout")
+        nchw = layout is not None and layout.value is not None and bool(layout.value)
+        h, w = x.dims[2:4] if nchw else x.dims[1:3]
+        if h and w and h != w:
+            keys.add("non-square")
+    if _broadcast_pair(s) is not None:
+        form = _broadcast_form(tuple(ins[0].dims), tuple(ins[1].dims))
+        if form:
+            keys.add(f"broadcast:{form}")
+    weights = names.get(WEIGHT_ARGS.get(op_type))
+    if weights is not None and len(weights.dims) >= 2 and all(weights.dims[-2:]):
+        keys.add("weights:square" if weights.dims[-1] == weights.dims[-2] else "weights:non-square")
+    for a, v in zip(s.inputs, ins):
+        if a.optional:
+            keys.add(f"{a.name} {'omitted' if v.omitted else 'given'}")
+    keys |= {f"{a.name} omitted" for a in _args(opdef) if a.optional and a.name not in names}
+    if any(is_tensor_type(v.type) and 0 in v.dims and any(v.dims) and not v.omitted for v in ins):
+        keys.add("zero-sized")
+    return keys
+
+
+def _quant_keys(v: OperandView) -> set[str]:
+    t, keys = v.type, set()
+    if t in _ASYMM:
+        lo, hi = _ASYMM[t]
+        zp = v.zero_point
+        keys.add(f"{t.name} zp=" + ("0" if zp == 0 else "extreme" if zp in (lo, hi) else "mid"))
+    scales = v.channel_quant[0] if v.channel_quant is not None else [v.scale]
+    if any(0 < sc < 1 for sc in scales):
+        keys.add(f"{t.name} scale<1")
+    if any(sc > 1 for sc in scales):
+        keys.add(f"{t.name} scale>1")
+    return keys
