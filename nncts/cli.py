@@ -5,7 +5,8 @@ CTS through pytest (extra arguments such as ``-n 2`` or ``-k conv`` go to pytest
 the per-operation summary, and writes ``junit.xml``, ``outcomes.jsonl``, ``summary.json``
 and ``index.html`` into the report directory. ``nncts vts`` takes the same options and runs
 the VTS package (the driver's HAL directly) the same way. ``nncts drivers`` lists the
-drivers found.
+drivers found. ``nncts coverage [--corpus DIR]... [--out DIR] [--op NAME]...`` prints the
+coverage matrix (:mod:`cts.coverage`) and writes ``coverage.json`` and ``coverage.html``.
 """
 from __future__ import annotations
 
@@ -85,6 +86,23 @@ def _vts(args, extra) -> int:
     return _run_suite(_suites()["vts"], args, extra)
 
 
+def _coverage(args, parser) -> int:
+    """``nncts coverage``: scan the roots, print the per-operation table, write the files.
+    A missing or malformed corpus root, or an unknown --op, is a usage error (exit 2)."""
+    from cts.coverage import report, scan
+    from nncts.pytest_plugin import DEFAULT_ROOTS
+    roots = args.corpus or [str(r) for r in DEFAULT_ROOTS]
+    try:
+        operations = [report.operation_named(n) for n in args.op] or None
+        hits = scan.scan(roots)
+    except ValueError as e:
+        parser.exit(2, f"nncts coverage: error: {e}\n")
+    doc = report.matrix(hits, roots, operations)
+    print(report.format_table(doc, detail=bool(operations)))
+    print("coverage:", ", ".join(str(p) for p in report.write(doc, args.out)))
+    return 0
+
+
 def _add_suite_parser(sub, name: str, help_text: str, timeout_help: str):
     p = sub.add_parser(name, help=help_text)
     p.add_argument("--driver", default=DEFAULT_DRIVER,
@@ -107,12 +125,22 @@ def main(argv=None) -> int:
                                   "tests) against a driver; unknown arguments go to pytest",
                       "seconds one test may take before it counts as a hang (default 300)")
     sub.add_parser("drivers", help="list the drivers that --driver accepts by name")
+    cov = sub.add_parser("coverage", help="coverage matrix: which cells of each operation's coverage axes the "
+                                          "corpus and our specs cover (table, coverage.json, coverage.html)")
+    cov.add_argument("--corpus", action="append", default=[],
+                     help="corpus directory (repeatable); models under SPECS/ count as our specs "
+                          "(default: the vendored AOSP corpus and cts/specs/built)")
+    cov.add_argument("--out", default="nncts-report", help="where coverage.json/.html go (default: nncts-report)")
+    cov.add_argument("--op", action="append", default=[], metavar="NAME",
+                     help="only this operation (NNAPI name, repeatable); lists every cell")
     args, extra = parser.parse_known_args(argv)
     if args.command == "drivers":
         print("\n".join(available_drivers()))
         return 0
     if extra and args.command not in ("cts", "vts"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command == "coverage":
+        return _coverage(args, parser)
     return _cts(args, extra) if args.command == "cts" else _vts(args, extra)
 
 
