@@ -1,0 +1,207 @@
+"""The coverage matrix (``nncts coverage``, cts/coverage): hand-made corpus directories prove
+what a model covers; the vendored corpus's measured holes (issue 9) show up; the HTML
+renders in headless Chromium."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cts.coverage import report, scan
+from nncts.pytest_plugin import DEFAULT_CORPUS, DEFAULT_ROOTS
+from runtime.testing.corpus_writer import model_json, write_document
+from runtime.testing import test_model as tm
+from runtime.types import OperandLifeTime as L, OperandType as T, OperationType as O
+
+CHROMIUM = Path("/usr/bin/chromium")
+ACTIVATIONS = ("NONE", "RELU", "RELU1", "RELU6")
+
+
+def _conv_model(name: str, version: str, activation: int) -> tm.TestModel:
+    """CONV_2D, implicit padding (FL1 form): input [1, 3, 3, 1], filter [1, 2, 2, 1], SAME,
+    strides 1, the given fused activation."""
+    def const(t, value):
+        v = np.asarray(value, np.float32 if t == T.TENSOR_FLOAT32 else np.int32)
+        return tm.TestOperand(t, list(v.shape), 0.0, 0, L.CONSTANT_COPY, 1, False, None, v)
+    ops = [tm.TestOperand(T.TENSOR_FLOAT32, [1, 3, 3, 1], 0.0, 0, L.SUBGRAPH_INPUT, 1, False, None,
+                       np.arange(9, dtype=np.float32).reshape(1, 3, 3, 1)),
+           const(T.TENSOR_FLOAT32, np.ones((1, 2, 2, 1))), const(T.TENSOR_FLOAT32, [0.0]),
+           const(T.INT32, 1), const(T.INT32, 1), const(T.INT32, 1), const(T.INT32, activation),
+           tm.TestOperand(T.TENSOR_FLOAT32, [1, 3, 3, 1], 0.0, 0, L.SUBGRAPH_OUTPUT, 0, False, None,
+                       np.zeros((1, 3, 3, 1), np.float32))]
+    sg = tm.TestSubgraph(ops, [tm.TestOperation(O.CONV_2D, list(range(7)), [7])], [0], [7])
+    return tm.TestModel(name, "conv_cov", version, "V1_0", False, False, 0.0, sg)
+
+
+def _write(root: Path, version: str, models: list[tm.TestModel]) -> Path:
+    write_document(root / version / "conv_cov.json.gz", "conv_cov", version,
+                   [model_json(m) for m in models], "tests/test_coverage.py")
+    return root
+
+
+def _cells(doc: dict, op: str) -> dict:
+    return {c["key"]: c for c in doc["operations"][op]["cells"]}
+
+
+@pytest.fixture(scope="module")
+def hand_made(tmp_path_factory):
+    """A corpus root with one CONV_2D RELU6 model (V1_0) and a specs root with one CONV_2D
+    RELU1 model (SPECS)."""
+    base = tmp_path_factory.mktemp("cov")
+    corpus = _write(base / "corpus", "V1_0", [_conv_model("relu6", "V1_0", 3)])
+    specs = _write(base / "specs", "SPECS", [_conv_model("relu1", "SPECS", 2)])
+    roots = [corpus, specs]
+    return roots, report.matrix(scan.scan(roots), roots)
+
+
+def test_relu6_model_covers_that_activation_cell_only(hand_made):
+    _, doc = hand_made
+    cells = _cells(doc, "CONV_2D")
+    assert cells["activation=RELU6"]["status"] == "corpus"
+    assert cells["activation=RELU6"]["corpus"] == 1
+    assert cells["activation=RELU6"]["example"]["corpus"] == "V1_0/conv_cov/relu6"
+    assert {a: cells[f"activation={a}"]["corpus"] for a in ACTIVATIONS} == \
+        {"NONE": 0, "RELU": 0, "RELU1": 0, "RELU6": 1}
+    assert cells["padding_scheme=SAME"]["status"] == "corpus"
+    assert cells["layout omitted"]["status"] == "corpus"  # the FL1 form has no layout slot
+    assert cells["non-square"]["status"] == "empty"  # 3 x 3
+    # exactly one signature row: the FL1 float32 implicit-padding one
+    sigs = [c for c in doc["operations"]["CONV_2D"]["cells"] if c["axis"] == "signature" and c["corpus"]]
+    assert [c["label"] for c in sigs] == \
+        ["FL1: (TENSOR_FLOAT32, TENSOR_FLOAT32, TENSOR_FLOAT32, INT32, INT32, INT32, INT32) -> (TENSOR_FLOAT32)"]
+    # nothing else in the table is covered
+    assert all(o["totals"]["corpus"] == 0 for name, o in doc["operations"].items() if name != "CONV_2D")
+
+
+def test_spec_only_cell_counts_as_specs_and_uncovered_cell_is_empty(hand_made):
+    _, doc = hand_made
+    cells = _cells(doc, "CONV_2D")
+    assert cells["activation=RELU1"]["status"] == "specs"
+    assert (cells["activation=RELU1"]["corpus"], cells["activation=RELU1"]["specs"]) == (0, 1)
+    assert cells["activation=NONE"]["status"] == "empty"
+    assert cells["activation=RELU"]["status"] == "empty"
+    assert doc["models"] == {"corpus": 1, "specs": 1}
+
+
+def test_json_schema(hand_made, tmp_path):
+    roots, doc = hand_made
+    report.write(doc, tmp_path)
+    data = json.loads((tmp_path / "coverage.json").read_text())
+    assert data["schema"] == 1
+    assert set(data) >= {"generated", "roots", "models", "totals", "per_axis", "operations"}
+    assert len(data["operations"]) == 106
+    assert set(data["per_axis"]) == {"signature", "enum", "quant", "shape", "optional"}
+    for o in data["operations"].values():
+        assert set(o["totals"]) == {"cells", "corpus", "specs", "empty", "impossible"}
+        assert sum(o["totals"][s] for s in report.STATUSES) == o["totals"]["cells"] == len(o["cells"])
+        for c in o["cells"]:
+            assert set(c) == {"axis", "key", "label", "status", "rule", "corpus", "specs", "example"}
+            assert (c["status"] == "impossible") == bool(c["rule"])
+    assert data["totals"]["cells"] == sum(t["cells"] for t in data["per_axis"].values())
+
+
+def test_impossible_cell_cites_the_rule():
+    """LSTM's activation is 0, 1, 3, 4 or 6 (spec): RELU1 impossible with the table's rule;
+    TANH is a cell there, and no cell for CONV_2D (a FuseCode)."""
+    doc = report.matrix(scan.Hits(), [], [O.LSTM, O.CONV_2D])
+    lstm, conv = _cells(doc, "LSTM"), _cells(doc, "CONV_2D")
+    assert lstm["activation=RELU1"]["status"] == "impossible"
+    assert "is not 0, 1, 3, 4 or 6" in lstm["activation=RELU1"]["rule"]
+    assert lstm["activation=TANH"]["status"] == "empty"
+    assert "activation=TANH" not in conv
+
+
+def test_no_quant_cells_without_a_quantized_signature():
+    doc = report.matrix(scan.Hits(), [], [O.FLOOR, O.ADD])
+    assert not [c for c in doc["operations"]["FLOOR"]["cells"] if c["axis"] == "quant"]
+    assert "TENSOR_QUANT8_ASYMM zp=mid" in _cells(doc, "ADD")
+
+
+def _cli(*args) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "nncts.cli", "coverage", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_cli_missing_or_malformed_corpus_exits_2(tmp_path):
+    r = _cli("--corpus", str(tmp_path / "nope"), "--out", str(tmp_path))
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [f"nncts coverage: error: --corpus: no such directory: {tmp_path / 'nope'}"]
+    bad = tmp_path / "bad" / "V1_0"
+    bad.mkdir(parents=True)
+    (bad / "x.json.gz").write_bytes(b"not gzip")
+    r = _cli("--corpus", str(tmp_path / "bad"), "--out", str(tmp_path))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+    assert "malformed corpus document" in r.stderr
+    r = _cli("--op", "NOT_AN_OP", "--out", str(tmp_path))
+    assert r.returncode == 2 and "unknown operation 'NOT_AN_OP'" in r.stderr
+
+
+def test_cli_writes_table_json_and_html(hand_made, tmp_path):
+    roots, _ = hand_made
+    r = _cli("--corpus", str(roots[0]), "--corpus", str(roots[1]), "--out", str(tmp_path), "--op", "CONV_2D")
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^CONV_2D\s+\d+\s+\d+\s+1\s+", r.stdout, re.M)  # one cell by specs only
+    assert re.search(r"^\s+corpus\s+enum\s+activation = RELU6$", r.stdout, re.M)
+    assert re.search(r"^\s+empty\s+enum\s+activation = NONE$", r.stdout, re.M)
+    assert list(json.loads((tmp_path / "coverage.json").read_text())["operations"]) == ["CONV_2D"]
+    assert (tmp_path / "coverage.html").exists()
+
+
+@pytest.fixture(scope="module")
+def vendored():
+    return report.matrix(scan.scan(DEFAULT_ROOTS), DEFAULT_ROOTS)
+
+
+@pytest.fixture(scope="module")
+def corpus_only():
+    return report.matrix(scan.scan([DEFAULT_CORPUS]), [DEFAULT_CORPUS], [O.CONV_2D, O.DEPTHWISE_CONV_2D])
+
+
+def test_vendored_corpus_leaves_conv_relu1_relu6_empty(corpus_only):
+    """Issue 9 measured it: no CONV_2D (or DEPTHWISE_CONV_2D) corpus model uses a fused RELU1
+    or RELU6."""
+    for op in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+        cells = _cells(corpus_only, op)
+        assert cells["activation=RELU1"]["status"] == "empty"
+        assert cells["activation=RELU6"]["status"] == "empty"
+        assert cells["activation=NONE"]["status"] == "corpus"
+
+
+def test_instance_normalization_is_covered_only_by_specs(vendored):
+    o = vendored["operations"]["INSTANCE_NORMALIZATION"]
+    assert o["totals"]["corpus"] == 0 and o["totals"]["specs"] > 0
+    assert all(c["corpus"] == 0 for c in o["cells"])
+    assert len(vendored["operations"]) == 106
+
+
+def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", *args],
+                          capture_output=True, text=True, timeout=180)
+
+
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium missing (Debian package chromium)")
+def test_html_renders_a_section_per_operation_with_empty_cells_marked(hand_made, tmp_path):
+    _, doc = hand_made
+    html = report.write(doc, tmp_path)[1]
+    r = _chromium(tmp_path, "--dump-dom", html.as_uri())
+    assert r.returncode == 0, r.stderr
+    dom = r.stdout
+    sections = re.findall(r'<section class="operation" id="(\w+)"><h2>(\w+)</h2>', dom)
+    assert len(sections) == 106 and all(a == b for a, b in sections)
+    conv = dom[dom.index('<section class="operation" id="CONV_2D">'):]
+    conv = conv[:conv.index("</section>")]
+    rows = {re.findall(r"<td[^>]*>(.*?)</td>", m, re.S)[1]: m
+            for m in re.findall(r'<tr class="\w+">.*?</tr>', conv, re.S)}
+    assert 'class="status-empty empty">EMPTY<' in rows["activation = NONE"]
+    assert 'class="status-corpus corpus">corpus<' in rows["activation = RELU6"]
+    assert 'class="status-specs specs">specs<' in rows["activation = RELU1"]
+    shot = tmp_path / "coverage.png"
+    r = _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,2400", html.as_uri())
+    assert r.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
