@@ -271,3 +271,18 @@ class TrustsReferencedSubgraphs(SampleDevice):
 
     def _check_preparable(self, model):
         super()._check_preparable(self._trusted(model))
+
+
+class FusesRelu6AsRelu(_PatchedDevice):
+    """CONV_2D computes a fused RELU6 as RELU: no upper clamp at 6 (the ``activation`` slot
+    of the matching signature read as 1 when it is 3). No AOSP corpus CONV_2D model fuses
+    RELU6, so only our own specs (cts/specs/conv.py) can catch it."""
+
+    operation = OperationType.CONV_2D
+
+    def patch(self, ctx, kernel):
+        sig = ops.REGISTRY[self.operation].match(ctx.inputs, ctx.outputs)
+        j = [a.name for a in sig.inputs].index("activation")
+        if int(ctx.inputs[j].value) == 3:  # FuseCode RELU6
+            ctx.inputs[j].value = np.asarray(1, np.int32)  # RELU
+        return kernel(ctx)

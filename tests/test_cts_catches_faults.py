@@ -118,3 +118,37 @@ def test_ignored_nchw_layout_is_caught(tmp_path):
     assert all(records[i]["outcome"] == "passed" for i in set(records) - nchw)
     for op in ("CONV_2D", "RESIZE_NEAREST_NEIGHBOR", "ROI_ALIGN", "SPACE_TO_DEPTH"):
         assert any(op in records[i]["operations"] for i in failed), op
+
+
+def _fuses_relu6(tm) -> bool:
+    """Whether a CONV_2D of the model has FuseCode RELU6: input 9 of the explicit-padding
+    forms (10, 11 or 13 inputs, input 7 an INT32 stride), input 6 of the implicit ones."""
+    from runtime.types import OperandType as T
+    for op in tm.main.operations:
+        if op.type.name == "CONV_2D":
+            ins = [tm.main.operands[i] for i in op.inputs]
+            explicit = len(ins) >= 10 and ins[7].type == T.INT32
+            if int(ins[9 if explicit else 6].data) == 3:
+                return True
+    return False
+
+
+def test_relu6_fused_as_relu_passes_the_corpus_and_fails_our_specs(tmp_path):
+    """Issue 9: no vendored CONV_2D model fuses RELU6, so a CONV_2D that clamps RELU6 as
+    RELU passes the corpus alone; our specs (cts/specs/conv.py) fail it, exactly on their
+    CONV_2D models with RELU6."""
+    from runtime.testing.test_model import load_spec
+    from tests.cts_run import ROOT
+    driver = ("--driver", "tests.broken_drivers:FusesRelu6AsRelu", "-k", "CONV_2D")
+    code, records, out = run_cts(tmp_path / "corpus", *driver, "--corpus", str(ROOT / "cts" / "corpus"))
+    assert code == 0, out[-2000:]
+    assert len(records) > 1000 and {r["outcome"] for r in records.values()} == {"passed"}
+    assert not any(i.startswith("SPECS/") for i in records)
+
+    code, records, out = run_cts(tmp_path / "default", *driver)
+    assert code == 1, out[-2000:]
+    specs = load_spec(ROOT / "cts" / "specs" / "built" / "SPECS" / "conv.json.gz")
+    relu6 = {tm.test_id for tm in specs if _fuses_relu6(tm)}
+    failed = {i for i, r in records.items() if r["outcome"] == "failed"}
+    assert len(relu6) >= 60 and failed == relu6
+    assert any(tm.test_id in records and tm.test_id not in relu6 for tm in specs)  # RELU, RELU1 specs pass

@@ -263,9 +263,9 @@ def as_internal(model: tuple[TestModel, str]) -> tuple[TestModel, str]:
 
 def expand(spec: FloatSpec) -> list[tuple[TestModel, str]]:
     """Every variation of ``spec``: each flavour in each layout (when the spec has a layout
-    slot), each with its all-inputs-as-internal twin; then the float32 and quant8 forms
-    with optional inputs omitted and left out, when the spec has optional inputs at their
-    defaults."""
+    slot), each with its all-inputs-as-internal twin; then the float32 form with optional
+    inputs at their default omitted, and the float32 and quant8 forms with trailing ones
+    left out (when there are such inputs)."""
     has_layout = any(s.kind == LAYOUT for s in spec.slots)
     layouts = (False, True) if has_layout else (None,)
     out = []
@@ -273,9 +273,10 @@ def expand(spec: FloatSpec) -> list[tuple[TestModel, str]]:
         for nchw in layouts:
             m = variant(spec, flavor, nchw)
             out += [m, as_internal(m)]
+    nhwc = False if has_layout else None
     if any(_at_default(s, False) for s in spec.slots):
-        nhwc = False if has_layout else None
-        out += [variant(spec, FLOAT32, nhwc, "omitted"), variant(spec, FLOAT32, nhwc, "without_optional"),
-                variant(spec, QUANT8, nhwc, "without_optional")]
+        out.append(variant(spec, FLOAT32, nhwc, "omitted"))
+    if _at_default(spec.slots[-1], False):
+        out += [variant(spec, FLOAT32, nhwc, "without_optional"), variant(spec, QUANT8, nhwc, "without_optional")]
     return out
 
