@@ -114,11 +114,12 @@ def f32(x: float) -> float:
 
 def qparams(values: np.ndarray, t: T) -> tuple[float, int]:
     """(scale, zero point) covering ``values`` and 0 in 240 of the 256 steps, the zero point
-    8 steps above the lowest real value, so it is never 0 (TENSOR_QUANT8_ASYMM; the signed
-    type's is 128 lower)."""
+    8 steps above the lowest real value (127 instead of 128), so it is never 0
+    (TENSOR_QUANT8_ASYMM; the signed type's is 128 lower, never 0 either)."""
     lo, hi = min(float(np.min(values)), 0.0), max(float(np.max(values)), 0.0)
     scale = f32(max(hi - lo, 1e-3) / 240)
     zp = int(round(-lo / scale)) + 8
+    zp = 127 if zp == 128 else zp  # 128 would be the signed type's 0 (the 8-step margin allows 1 off)
     return scale, zp - 128 if t == T.TENSOR_QUANT8_ASYMM_SIGNED else zp
 
 
