@@ -145,7 +145,7 @@ def test_variations(base, op, channel_dim):
     from runtime.types import OperandLifeTime as L, OperandType as T
     specs = _conv_specs()
     names = {n for n in specs if n.startswith(base + "_")}
-    assert names == {base + s for s in SUFFIXES} | {base + "_nhwc_omitted", base + "_nhwc_without_optional",
+    assert names == {base + s for s in SUFFIXES} | {base + "_nhwc_without_optional",
                                                      base + "_nhwc_quant8_without_optional"}
     ref = specs[base + "_nhwc"]
     x, want = ref.main.operands[0].data, _expected(ref).data
@@ -186,8 +186,6 @@ def test_variations(base, op, channel_dim):
             assert len(tm.main.operations) == 1
             if "_nhwc" in name and "quant8" not in name and "per_channel" not in name and "float16" not in name:
                 assert (ins[0].data == x).all(), name
-    omitted = specs[base + "_nhwc_omitted"]
-    assert [omitted.main.operands[i].lifetime for i in omitted.main.operations[0].inputs[-3:]] == [L.NO_VALUE] * 3
     short = specs[base + "_nhwc_without_optional"]
     assert len(short.main.operations[0].inputs) == len(ref.main.operations[0].inputs) - 3
     assert short.min_supported_version == "V1_0" and specs[base + "_nhwc_quant8_without_optional"].feature_level <= 3
@@ -198,3 +196,20 @@ def test_every_quantized_conv_operand_has_a_non_zero_zero_point():
     quantized = [o for tm in _conv_specs().values() for o in tm.main.operands
                  if o.type in (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED)]
     assert len(quantized) > 1000 and all(o.zero_point != 0 for o in quantized)
+
+
+def test_omitted_variation_for_operations_that_allow_omitted_operands():
+    """``_omitted``: optional inputs at their default become NO_VALUE, only for specs whose
+    operation allows omitted operands (not CONV_2D: AOSP rejects them there)."""
+    import dataclasses
+
+    from cts.specs.conv import RELU, VALID, conv_spec
+    from cts.specs.variations import FLOAT32, expand, variant
+    from runtime.types import OperandLifeTime as L
+    spec = conv_spec("c", np.ones((1, 2, 2, 1)), np.ones((1, 1, 1, 1)), np.zeros(1), VALID, (1, 1), RELU)
+    assert not any("_omitted" in tm.name for tm, _ in expand(spec))
+    assert any(tm.name == "c_nhwc_omitted" for tm, _ in expand(dataclasses.replace(spec, omittable=True)))
+    tm, _ = variant(spec, FLOAT32, False, "omitted")
+    ins = [tm.main.operands[i] for i in tm.main.operations[0].inputs]
+    assert [o.lifetime for o in ins[-3:]] == [L.NO_VALUE] * 3 and all(o.data is None for o in ins[-3:])
+    assert tm.main.operands[tm.main.output_indexes[0]].data.ravel().tolist() == [1.0] * 4

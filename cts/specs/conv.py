@@ -20,7 +20,10 @@ padding; implicit SAME and VALID; strides > 1 and unequal; dilation with implici
 explicit padding (FL3); depth multipliers 1, 2 and 3; batches 2 and 3; a 1x1 filter. Each
 expands to the variations of :mod:`.variations` (float32, relaxed, float16, quant8 and
 quant8 signed with non-zero zero points, per-channel filters, NHWC/NCHW, inputs as internal
-operands, omitted and left-out optional inputs).
+operands, left-out optional inputs). Not omitted (NO_VALUE) optional inputs: AOSP registers
+CONV_2D and DEPTHWISE_CONV_2D without ``allowOmittedOperand``, so its CPU executor rejects
+them (``OperationExecutionContext::checkNoOmittedOperand``); the way to leave the layout
+and dilation out is the shorter input list.
 
 Golden: :func:`conv_formula`, a numpy loop over filter taps of the zero-padded input (one
 einsum per tap), the bias and the activation clamp, written from the definition above, never

@@ -27,7 +27,8 @@ under test and quantization of the inputs does not leak into the comparison:
   [1] of the same type, scale and zero point, FuseCode NONE)`` whose output is the
   operation's original input operand (:func:`as_internal`, the corpus's form).
 - ``_omitted``: optional inputs holding their default become NO_VALUE operands
-  (``setOperandValue(i, nullptr, 0)``); ``_without_optional``: trailing optional inputs
+  (``setOperandValue(i, nullptr, 0)``), for operations that allow omitted operands
+  (:attr:`FloatSpec.omittable`); ``_without_optional``: trailing optional inputs
   holding their default are left out of the operation's input list (the shorter signature,
   :attr:`FloatSpec.level_without_optional`).
 """
@@ -79,6 +80,11 @@ class FloatSpec:
     golden: str
     level: int
     level_without_optional: int = 0
+    #: Whether the operation accepts NO_VALUE optional inputs (AOSP ``OperationRegistration``
+    #: flag ``allowOmittedOperand``: TRANSPOSE, SQUEEZE, the LSTMs, ...). AOSP's CPU executor
+    #: rejects an omitted operand of any other operation (``checkNoOmittedOperand``), so
+    #: only these get the ``_omitted`` variation.
+    omittable: bool = False
 
 
 @dataclass(frozen=True)
@@ -265,7 +271,7 @@ def as_internal(model: tuple[TestModel, str]) -> tuple[TestModel, str]:
 def expand(spec: FloatSpec) -> list[tuple[TestModel, str]]:
     """Every variation of ``spec``: each flavour in each layout (when the spec has a layout
     slot), each with its all-inputs-as-internal twin; then the float32 form with optional
-    inputs at their default omitted, and the float32 and quant8 forms with trailing ones
+    inputs at their default omitted (when the operation allows omitted operands), and the float32 and quant8 forms with trailing ones
     left out (when there are such inputs)."""
     has_layout = any(s.kind == LAYOUT for s in spec.slots)
     layouts = (False, True) if has_layout else (None,)
@@ -275,7 +281,7 @@ def expand(spec: FloatSpec) -> list[tuple[TestModel, str]]:
             m = variant(spec, flavor, nchw)
             out += [m, as_internal(m)]
     nhwc = False if has_layout else None
-    if any(_at_default(s, False) for s in spec.slots):
+    if spec.omittable and any(_at_default(s, False) for s in spec.slots):
         out.append(variant(spec, FLOAT32, nhwc, "omitted"))
     if _at_default(spec.slots[-1], False):
         out += [variant(spec, FLOAT32, nhwc, "without_optional"), variant(spec, QUANT8, nhwc, "without_optional")]
