@@ -213,3 +213,51 @@ def test_omitted_variation_for_operations_that_allow_omitted_operands():
     ins = [tm.main.operands[i] for i in tm.main.operations[0].inputs]
     assert [o.lifetime for o in ins[-3:]] == [L.NO_VALUE] * 3 and all(o.data is None for o in ins[-3:])
     assert tm.main.operands[tm.main.output_indexes[0]].data.ravel().tolist() == [1.0] * 4
+
+
+def _naive_conv(x, w, b, pads, strides, dilation, act, multiplier):
+    """Scalar loops over every output element, tap and channel (a second, independent
+    formulation of the NNAPI definition)."""
+    left, _, top, _ = pads
+    (sw, sh), (dw, dh) = strides, dilation
+    n, h, wd, c = x.shape
+    fh, fw = w.shape[1:3]
+    depth_out = w.shape[0] if multiplier is None else w.shape[3]
+    oh = (h + pads[2] + pads[3] - (fh - 1) * dh - 1) // sh + 1
+    ow = (wd + pads[0] + pads[1] - (fw - 1) * dw - 1) // sw + 1
+    out = np.zeros((n, oh, ow, depth_out))
+    for bi, yi, xi, o in np.ndindex(out.shape):
+        acc = b[o]
+        for i, j in np.ndindex(fh, fw):
+            y, xx = yi * sh - top + i * dh, xi * sw - left + j * dw
+            if 0 <= y < h and 0 <= xx < wd:
+                if multiplier is None:
+                    acc += sum(x[bi, y, xx, k] * w[o, i, j, k] for k in range(c))
+                else:
+                    acc += x[bi, y, xx, o // multiplier] * w[0, i, j, o]
+        out[bi, yi, xi, o] = acc
+    lo, hi = {0: (-np.inf, np.inf), 1: (0, np.inf), 2: (-1, 1), 3: (0, 6)}[act]
+    return np.clip(out, lo, hi)
+
+
+def test_conv_formula_agrees_with_scalar_loops_on_every_spec():
+    from cts.specs.conv import _float_specs, implicit_padding
+    from runtime.types import OperationType as Op
+    specs = _float_specs()
+    assert len(specs) == 20
+    for spec in specs:
+        x, w, b, *scalars = (s.value for s in spec.slots)
+        depthwise = spec.op == Op.DEPTHWISE_CONV_2D
+        dilation = tuple(scalars[-2:])
+        params = scalars[:-3]
+        act, multiplier = params[-1], params[-2] if depthwise else None
+        params = params[:-2] if depthwise else params[:-1]
+        if len(params) == 6:
+            pads, strides = tuple(params[:4]), tuple(params[4:])
+        else:
+            code, strides = params[0], tuple(params[1:])
+            pt, pb = implicit_padding(x.shape[1], strides[1], w.shape[1], dilation[1], code)
+            pl, pr = implicit_padding(x.shape[2], strides[0], w.shape[2], dilation[0], code)
+            pads = (pl, pr, pt, pb)
+        want = _naive_conv(x, w, b, pads, strides, dilation, act, multiplier)
+        np.testing.assert_allclose(spec.formula(x, w, b, *scalars), want, atol=1e-12, err_msg=spec.name)

@@ -1,8 +1,10 @@
 """Our own golden test models, for what the AOSP corpus does not test (first: operations with
-no corpus model at all, INSTANCE_NORMALIZATION and MIRROR_PAD).
+no corpus model at all, INSTANCE_NORMALIZATION and MIRROR_PAD; CONV_2D and DEPTHWISE_CONV_2D
+with every fused activation).
 
 A spec module (one per operation family, listed in :data:`FAMILIES`) defines ``models()``
-returning test models built with :func:`one_operation`. Every model names where its
+returning test models built with :func:`one_operation`, directly or by expanding one float
+spec into AOSP's usual variations (:mod:`.variations`). Every model names where its
 expected values come from (``golden``): a hand calculation written in the spec, or a
 numpy formula computed at build time, never the operation table under test (the builder
 does not import ``runtime.ops``; ``tests/test_specs.py`` checks it).
