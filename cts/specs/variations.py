@@ -109,6 +109,17 @@ PER_CHANNEL = Flavor("_per_channel", T.TENSOR_QUANT8_ASYMM, None, T.TENSOR_INT32
 SIGNED_PER_CHANNEL = Flavor("_quant8_signed_per_channel", T.TENSOR_QUANT8_ASYMM_SIGNED, None,
                             T.TENSOR_INT32, 4)
 FLAVORS = (FLOAT32, RELAXED, FLOAT16, QUANT8, QUANT8_SIGNED, PER_CHANNEL, SIGNED_PER_CHANNEL)
+#: Explicit (name, scale, zero point) regimes per quantized type, one per coverage quant cell
+#: (``cts/coverage/axes.py``): zero point 0, mid-range and extreme (the type's min or max) for
+#: the asymmetric types, scale below and above 1 for every type; for specs that state their
+#: quantization rather than derive it (:func:`qparams`).
+QUANT_REGIMES = {
+    T.TENSOR_QUANT8_ASYMM: (("zp0", 0.5, 0), ("zp_mid", 2.0, 100), ("zp_max", 0.25, 255)),
+    T.TENSOR_QUANT8_ASYMM_SIGNED: (("zp0", 0.5, 0), ("zp_mid", 2.0, -20), ("zp_min", 0.25, -128)),
+    T.TENSOR_QUANT16_ASYMM: (("zp0", 0.125, 0), ("zp_mid", 4.0, 30000), ("zp_max", 0.5, 65535)),
+    T.TENSOR_QUANT16_SYMM: (("scale_small", 0.125, 0), ("scale_large", 4.0, 0)),
+    T.TENSOR_QUANT8_SYMM: (("scale_small", 0.125, 0), ("scale_large", 4.0, 0)),
+}
 _RANGE = {T.TENSOR_QUANT8_ASYMM: (0, 255), T.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
           T.TENSOR_QUANT8_SYMM_PER_CHANNEL: (-127, 127), T.TENSOR_INT32: (-2 ** 31, 2 ** 31 - 1)}
 
