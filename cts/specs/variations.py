@@ -41,7 +41,7 @@ from typing import Callable
 import numpy as np
 
 from runtime.testing.test_model import TestModel, TestOperand, TestOperation, TestSubgraph
-from runtime.types import OperandLifeTime as L, OperandType as T, OperationType as Op
+from runtime.types import OperandLifeTime as L, OperandType as T, OperationType as Op, operand_dtype
 
 from . import const, expect, inp, omitted, one_operation
 
@@ -122,6 +122,25 @@ QUANT_REGIMES = {
 }
 _RANGE = {T.TENSOR_QUANT8_ASYMM: (0, 255), T.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
           T.TENSOR_QUANT8_SYMM_PER_CHANNEL: (-127, 127), T.TENSOR_INT32: (-2 ** 31, 2 ** 31 - 1)}
+
+
+#: Explicit zero points of the coverage matrix's quant regimes (``nncts coverage``): "0",
+#: "mid" (inside the range, not 0) and "extreme" (the type's min or max, never 0); use them
+#: with a scale below or above 1 (:func:`stored_range`, :func:`dequantize`).
+ZERO_POINTS = {T.TENSOR_QUANT8_ASYMM: {"0": 0, "mid": 100, "extreme": 255},
+               T.TENSOR_QUANT8_ASYMM_SIGNED: {"0": 0, "mid": -20, "extreme": -128},
+               T.TENSOR_QUANT16_ASYMM: {"0": 0, "mid": 30000, "extreme": 65535}}
+
+
+def stored_range(t: T) -> tuple[int, int]:
+    """(min, max) stored value of quantized (or TENSOR_INT32) type ``t``."""
+    info = np.iinfo(operand_dtype(t))
+    return int(info.min), int(info.max)
+
+
+def dequantize(q, scale, zp) -> np.ndarray:
+    """(q - zp) * scale in float64 (the real value a stored value stands for)."""
+    return (np.asarray(q, np.float64) - zp) * np.float64(np.float32(scale))
 
 
 def f32(x: float) -> float:
