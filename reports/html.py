@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jinja2
 
-from .records import per_mode, per_operation, read_records, totals
+from .records import per_mode, per_operation, per_source, read_records, totals
 
 _ENV = jinja2.Environment(loader=jinja2.PackageLoader("reports", "templates"),
                           autoescape=jinja2.select_autoescape(["html", "j2"]))
@@ -24,7 +24,8 @@ def write_reports(records_path: str | Path, out_dir: str | Path, title: str,
     summary = {"title": title, "generated": datetime.datetime.now().isoformat(timespec="seconds"),
                "meta": meta or {}, "totals": dict(t),
                "per_operation": {op: dict(c) for op, c in per_operation(records).items()},
-               "per_mode": per_mode(records)}
+               "per_mode": per_mode(records),
+               "per_source": {source: dict(c) for source, c in per_source(records).items()}}
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
     failures = [r for r in records if r["outcome"] == "failed"]
     html = _ENV.get_template("report.html.j2").render(

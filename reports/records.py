@@ -50,6 +50,20 @@ def per_operation(records, every_operation: bool = True) -> dict[str, collection
     return dict(sorted(table.items()))
 
 
+#: Test ids of our own golden specs (cts/specs, built under ``SPECS/``) start with this;
+#: every other model is the corpus's (the vendored AOSP corpus or a ``--corpus`` directory).
+SPECS_PREFIX = "SPECS/"
+
+
+def per_source(records) -> dict[str, collections.Counter]:
+    """"corpus" / "own specs" -> Counter of outcomes (only the sources that ran), so our
+    specs are counted apart from the AOSP corpus."""
+    table = {"corpus": collections.Counter(), "own specs": collections.Counter()}
+    for r in records:
+        table["own specs" if r["id"].startswith(SPECS_PREFIX) else "corpus"][r["outcome"]] += 1
+    return {source: c for source, c in table.items() if c}
+
+
 def per_mode(records) -> dict[str, dict]:
     """execution mode -> {passed, failed, skipped, seconds} (seconds: summed test durations)."""
     table: dict[str, dict] = {}
@@ -71,7 +85,8 @@ def totals(records) -> collections.Counter:
 
 def format_summary(records) -> list[str]:
     """Per-operation summary lines (operation, passed, failed, skipped), per-mode lines when
-    several execution modes ran, and totals."""
+    several execution modes ran, per-source lines (corpus, own specs) when both ran, and
+    totals."""
     lines = [f"{'operation':34s} {'passed':>7s} {'failed':>7s} {'skipped':>8s}"]
     untested = []
     for op, c in per_operation(records).items():
@@ -88,6 +103,11 @@ def format_summary(records) -> list[str]:
             lines.append(f"{mode:34s} {row['passed']:7d} {row['failed']:7d} {row['skipped']:8d} "
                          f"{row['seconds']:8.1f}")
         lines.append("")
+    sources = per_source(records)
+    if len(sources) > 1:
+        lines.append(f"{'source':34s} {'passed':>7s} {'failed':>7s} {'skipped':>8s}")
+        for source, c in sources.items():
+            lines.append(f"{source:34s} {c['passed']:7d} {c['failed']:7d} {c['skipped']:8d}")
     t = totals(records)
     kinds = ", ".join(f"{k.split(':', 1)[1]} {v}" for k, v in sorted(t.items()) if k.startswith("skipped:"))
     lines.append(f"total: {t['passed']} passed, {t['failed']} failed, {t['skipped']} skipped"

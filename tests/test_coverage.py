@@ -17,8 +17,8 @@ from nncts.pytest_plugin import DEFAULT_CORPUS, DEFAULT_ROOTS
 from runtime.testing.corpus_writer import model_json, write_document
 from runtime.testing import test_model as tm
 from runtime.types import OperandLifeTime as L, OperandType as T, OperationType as O
+from tests.browser import needs_chromium, rendered_dom, screenshot
 
-CHROMIUM = Path("/usr/bin/chromium")
 ACTIVATIONS = ("NONE", "RELU", "RELU1", "RELU6")
 
 
@@ -179,20 +179,11 @@ def test_instance_normalization_is_covered_only_by_specs(vendored):
     assert len(vendored["operations"]) == 106
 
 
-def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu",
-                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                           "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}", *args],
-                          capture_output=True, text=True, timeout=180)
-
-
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium missing (Debian package chromium)")
+@needs_chromium
 def test_html_renders_a_section_per_operation_with_empty_cells_marked(hand_made, tmp_path):
     _, doc = hand_made
     html = report.write(doc, tmp_path)[1]
-    r = _chromium(tmp_path, "--dump-dom", html.as_uri())
-    assert r.returncode == 0, r.stderr
-    dom = r.stdout
+    dom = rendered_dom(tmp_path, html)
     sections = re.findall(r'<section class="operation" id="(\w+)"><h2>(\w+)</h2>', dom)
     assert len(sections) == 106 and all(a == b for a, b in sections)
     conv = dom[dom.index('<section class="operation" id="CONV_2D">'):]
@@ -202,6 +193,4 @@ def test_html_renders_a_section_per_operation_with_empty_cells_marked(hand_made,
     assert 'class="status-empty empty">EMPTY<' in rows["activation = NONE"]
     assert 'class="status-corpus corpus">corpus<' in rows["activation = RELU6"]
     assert 'class="status-specs specs">specs<' in rows["activation = RELU1"]
-    shot = tmp_path / "coverage.png"
-    r = _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1200,2400", html.as_uri())
-    assert r.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    screenshot(tmp_path, html)
