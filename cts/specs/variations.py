@@ -124,14 +124,6 @@ _RANGE = {T.TENSOR_QUANT8_ASYMM: (0, 255), T.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 
           T.TENSOR_QUANT8_SYMM_PER_CHANNEL: (-127, 127), T.TENSOR_INT32: (-2 ** 31, 2 ** 31 - 1)}
 
 
-#: Explicit zero points of the coverage matrix's quant regimes (``nncts coverage``): "0",
-#: "mid" (inside the range, not 0) and "extreme" (the type's min or max, never 0); use them
-#: with a scale below or above 1 (:func:`stored_range`, :func:`dequantize`).
-ZERO_POINTS = {T.TENSOR_QUANT8_ASYMM: {"0": 0, "mid": 100, "extreme": 255},
-               T.TENSOR_QUANT8_ASYMM_SIGNED: {"0": 0, "mid": -20, "extreme": -128},
-               T.TENSOR_QUANT16_ASYMM: {"0": 0, "mid": 30000, "extreme": 65535}}
-
-
 def stored_range(t: T) -> tuple[int, int]:
     """(min, max) stored value of quantized (or TENSOR_INT32) type ``t``."""
     info = np.iinfo(operand_dtype(t))
