@@ -5,7 +5,8 @@ of (before, after) paddings, input 2 the INT32 mode, 0 = REFLECT (the border ele
 repeated; paddings < dims) or 1 = SYMMETRIC (it is; paddings <= dims); the output has
 input 0's type, scale and zeroPoint. The cases cover both modes, ranks 1 to 4, asymmetric
 and maximal paddings, and TENSOR_FLOAT32, TENSOR_FLOAT16, TENSOR_INT32,
-TENSOR_QUANT8_ASYMM, TENSOR_QUANT8_ASYMM_SIGNED.
+TENSOR_QUANT8_ASYMM, TENSOR_QUANT8_ASYMM_SIGNED, the quantized types in every regime of
+:data:`~cts.specs.variations.QUANT_REGIMES` (:mod:`.per_type`).
 
 Goldens: ``numpy.pad`` with mode "reflect" (REFLECT) or "symmetric" (SYMMETRIC), an
 independent library implementation, or the hand calculation of NNAPI's own example.
@@ -17,6 +18,7 @@ import numpy as np
 from runtime.types import OperandType as T, OperationType as Op
 
 from . import const, expect, inp, one_operation
+from .per_type import DATA, cases, data
 
 FAMILY = "mirror_pad"
 MODES = {0: "reflect", 1: "symmetric"}
@@ -53,4 +55,9 @@ def models():
               0.5, 128),
         _case("mirror_pad_quant8_signed_symmetric", q8s, [[2, 4], [2, 1]], 1, T.TENSOR_QUANT8_ASYMM_SIGNED,
               0.25, -3),
+        # every quantization regime (zero point 0, mid, extreme; scale below and above 1)
+        *cases("mirror_pad_reflect", FAMILY, Op.MIRROR_PAD,
+               [data(3, 4), const(T.TENSOR_INT32, np.array([[1, 2], [3, 0]], np.int32)), const(T.INT32, 0)],
+               [DATA], lambda x, **_: np.pad(x, [[1, 2], [3, 0]], mode="reflect"), "numpy.pad(mode='reflect')",
+               {T.TENSOR_QUANT8_ASYMM: 7, T.TENSOR_QUANT8_ASYMM_SIGNED: 7}, seed=104),
     ]

@@ -81,12 +81,14 @@ def _raw(rng, t: T, d: Data) -> np.ndarray:
 
 def cases(name: str, family: str, op, inputs, outputs, formula: Callable, golden: str,
           levels: dict, seed: int = 0) -> list:
-    """One model per type in ``levels`` (type -> feature level) and regime of that type:
+    """One model per type in ``levels`` (type -> feature level, or a callable
+    ``(scale, zero point) -> level``) and regime of that type:
     ``name_<type>[_<regime>]``; ``formula(*real data values, q=(type, scale, zp))``
     returns one array per output (a bare array for one output)."""
     models = []
-    for t, level in levels.items():
+    for t, lv in levels.items():
         for suffix, scale, zp in regimes(t):
+            level = lv(scale, zp) if callable(lv) else lv
             rng = np.random.default_rng(seed)
             cq = None
             if t == T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
