@@ -33,6 +33,7 @@ FAMILIES = ("conv", "instance_norm", "mirror_pad",
             "binary",
             "reshape",
             "pad",
+            "indexing",
             "pool",
             "space")
 #: The corpus's ``min_supported_version`` of each feature level.

@@ -6,8 +6,9 @@ quantization (RESHAPE, SLICE, PAD, GATHER, ARGMAX, REDUCE_MAX, RANK, ...; NNAPI
 A spec lists the operation's inputs in order: :func:`data` marks a data tensor (its type is
 the case's), a plain tuple from :func:`~cts.specs.const` is fixed, and a callable
 ``(type, scale, zero point) -> tuple`` gives a type-dependent operand (PAD_V2's pad value).
-Outputs are ``DATA`` (the case's type, scale and zero point) or a fixed
-:class:`~runtime.types.OperandType` (ARGMAX's TENSOR_INT32, RANK's INT32).
+Outputs are ``DATA`` (the case's type, scale and zero point), a fixed
+:class:`~runtime.types.OperandType` (ARGMAX's TENSOR_INT32, RANK's INT32) or a fixed
+(type, scale, zero point) (HASHTABLE_LOOKUP's hits).
 
 Data values: quarter multiples in [-4, 4] for the float types (exact in float16),
 integers for TENSOR_INT32, raw values over the whole range of a quantized type (so the
@@ -105,7 +106,9 @@ def cases(name: str, family: str, op, inputs, outputs, formula: Callable, golden
             want = [want] if len(outputs) == 1 else list(want)
             outs = []
             for o, w in zip(outputs, want):
-                if o != DATA:
+                if isinstance(o, tuple):
+                    outs.append(expect(o[0], w, o[1], o[2]))
+                elif o != DATA:
                     outs.append(expect(o, w))
                 elif scale:
                     outs.append(expect(t, quantize(w, scale, zp, t), scale, zp))
