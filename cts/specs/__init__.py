@@ -30,10 +30,12 @@ BUILT = Path(__file__).resolve().parent / "built"
 VERSION = "SPECS"
 #: Spec modules, one per operation family.
 FAMILIES = ("conv", "instance_norm", "mirror_pad",
+            "unary",
             "binary",
             "reshape",
             "pad",
             "indexing",
+            "join",
             "pool",
             "space")
 #: The corpus's ``min_supported_version`` of each feature level.
