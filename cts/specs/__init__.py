@@ -36,6 +36,7 @@ FAMILIES = ("conv", "instance_norm", "mirror_pad",
             "pad",
             "indexing",
             "join",
+            "reduce",
             "pool",
             "space",
             "resize")
