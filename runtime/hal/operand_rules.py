@@ -22,7 +22,6 @@ from .types import Model, Operand, SymmPerChannelQuantParams
 L = OperandLifeTime
 T = OperandType
 _LIFETIMES = OperandLifeTime._value2member_map_
-_OPERAND_TYPES = OperandType._value2member_map_
 
 #: No tensor may hold more bytes than this (hostile sizes are rejected before allocating).
 MAX_OPERAND_BYTES = 2**31 - 1
@@ -86,19 +85,19 @@ def extension_prefixes(model: Model) -> set[int]:
 def resolve_type(where: str, code, enum_cls, model: Model):
     """``code`` as a member of ``enum_cls`` (OperandType or OperationType), or the extension
     code itself when its prefix is declared in extensionNameToPrefix; INVALID_ARGUMENT
-    otherwise."""
-    if is_extension_type(code):
-        if extension_prefix(code) not in extension_prefixes(model):
-            fail(f"{where}: type {int(code):#x} is an extension type with prefix "
-                  f"{extension_prefix(code)}, which extensionNameToPrefix does not declare")
-        return code
+    otherwise. (A caller tells the two apart with ``isinstance(result, enum_cls)``.)"""
     try:
         member = enum_cls._value2member_map_.get(code)
     except TypeError:  # unhashable
         member = None
-    if member is None:
-        fail(f"{where}: type {code} is not a valid {enum_cls.__name__}")
-    return member
+    if member is not None:
+        return member
+    if is_extension_type(code):
+        if extension_prefix(code) not in extension_prefixes(model):
+            fail(f"{where}: type {int(code):#x} is an extension type with prefix "
+                 f"{extension_prefix(code)}, which extensionNameToPrefix does not declare")
+        return code
+    fail(f"{where}: type {code} is not a valid {enum_cls.__name__}")
 
 
 _PLAIN_INT = frozenset({int})
@@ -119,13 +118,8 @@ def check_operand(where: str, op: Operand, model: Model, n_referenced: int) -> N
     """Check operand ``op`` of ``model`` on its own (its uses are checked per operation);
     ``where`` names it in messages ("main operand 3"), ``n_referenced`` bounds SUBGRAPH
     references. Raises HalError(INVALID_ARGUMENT) on the first rule broken."""
-    try:
-        t = _OPERAND_TYPES.get(op.type)
-    except TypeError:  # unhashable: _resolve_type says so
-        t = None
-    ext = t is None and is_extension_type(op.type)
-    if t is None:
-        t = resolve_type(where, op.type, OperandType, model)
+    t = resolve_type(where, op.type, OperandType, model)
+    ext = not isinstance(t, OperandType)
     dims = op.dimensions
     if not _uint32_dims(dims):
         fail(f"{where}: dimensions {list(dims)} must be uint32 values")

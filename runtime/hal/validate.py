@@ -34,7 +34,6 @@ from .types import Model, Operand, Request, Subgraph, SymmPerChannelQuantParams
 L = OperandLifeTime
 T = OperandType
 _OPERAND_TYPES = OperandType._value2member_map_
-_OPERATION_TYPES = OperationType._value2member_map_
 
 
 def _signature_error(opdef, inputs, outputs, feature_level) -> str:
@@ -148,13 +147,8 @@ def _check_subgraph(name: str, sg: Subgraph, model: Model, feature_level: int) -
         return v
 
     for k, operation in enumerate(sg.operations):
-        try:
-            op_type = _OPERATION_TYPES.get(operation.type)
-        except TypeError:  # unhashable: resolve_type says so
-            op_type = None
-        ext_op = op_type is None and is_extension_type(operation.type)
-        if op_type is None:
-            op_type = resolve_type(f"{name} operation {k}", operation.type, OperationType, model)
+        op_type = resolve_type(f"{name} operation {k}", operation.type, OperationType, model)
+        ext_op = not isinstance(op_type, OperationType)
         where = f"{name} operation {k} ({type_name(op_type)})"
         for kind, idxs in (("input", operation.inputs), ("output", operation.outputs)):
             if idxs and (min(idxs) < 0 or max(idxs) >= n):
