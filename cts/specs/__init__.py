@@ -30,6 +30,7 @@ BUILT = Path(__file__).resolve().parent / "built"
 VERSION = "SPECS"
 #: Spec modules, one per operation family.
 FAMILIES = ("conv", "instance_norm", "mirror_pad",
+            "compare",
             "unary",
             "binary",
             "reshape",
@@ -40,7 +41,8 @@ FAMILIES = ("conv", "instance_norm", "mirror_pad",
             "pool",
             "space",
             "resize",
-            "normalization")
+            "normalization",
+            "dense")
 #: The corpus's ``min_supported_version`` of each feature level.
 LEVEL_VERSION = {1: "V1_0", 2: "V1_1", 3: "V1_2", 4: "V1_3", 5: "AIDL_V1", 6: "AIDL_V2", 7: "AIDL_V3"}
 
