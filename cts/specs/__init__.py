@@ -30,6 +30,7 @@ BUILT = Path(__file__).resolve().parent / "built"
 VERSION = "SPECS"
 #: Spec modules, one per operation family.
 FAMILIES = ("conv", "instance_norm", "mirror_pad",
+            "convert",
             "compare",
             "unary",
             "binary",
