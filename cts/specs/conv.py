@@ -20,7 +20,10 @@ padding; implicit SAME and VALID; strides > 1 and unequal; dilation with implici
 explicit padding (FL3); depth multipliers 1, 2 and 3; batches 2 and 3; a 1x1 filter. Each
 expands to the variations of :mod:`.variations` (float32, relaxed, float16, quant8 and
 quant8 signed with non-zero zero points, per-channel filters, NHWC/NCHW, inputs as internal
-operands, left-out optional inputs). Not omitted (NO_VALUE) optional inputs: AOSP registers
+operands, left-out optional inputs); then the signature rows those leave out (:data:`ROWS`:
+the layout flag without dilations, float16 and per-channel forms without the layout) and a
+TENSOR_QUANT8_ASYMM case at the extreme zero point with an output scale above 1
+(:func:`_quant_regime_cases`, :mod:`.typed`). Not omitted (NO_VALUE) optional inputs: AOSP registers
 CONV_2D and DEPTHWISE_CONV_2D without ``allowOmittedOperand``, so its CPU executor rejects
 them (``OperationExecutionContext::checkNoOmittedOperand``); the way to leave the layout
 and dilation out is the shorter input list.
@@ -35,11 +38,15 @@ import math
 
 import numpy as np
 
-from runtime.types import OperationType as Op
+from runtime.types import OperandType as T, OperationType as Op
 
-from .variations import ACT, BIAS, FILTER, INT, LAYOUT, FloatSpec, Slot, expand
+from . import const
+from .typed import bias, case, values_for, x
+from .variations import (ACT, BIAS, FILTER, FLOAT16, FLOAT32, INT, LAYOUT, PER_CHANNEL, QUANT8,
+                         SIGNED_PER_CHANNEL, FloatSpec, Slot, expand, variant)
 
 FAMILY = "conv"
+T_Q8, T_INT32 = T.TENSOR_QUANT8_ASYMM, T.INT32
 NONE, RELU, RELU1, RELU6 = 0, 1, 2, 3
 SAME, VALID = 1, 2
 _CLAMP = {NONE: (-np.inf, np.inf), RELU: (0.0, np.inf), RELU1: (-1.0, 1.0), RELU6: (0.0, 6.0)}
@@ -150,5 +157,40 @@ def _float_specs() -> list[FloatSpec]:
     return conv + depthwise
 
 
+#: Signature rows the variations above leave out, as (spec name, [(flavor, nchw)]), each
+#: model with the trailing optional inputs at their default left out: NCHW keeps the layout
+#: flag and drops the dilations (the FL3 rows "..., BOOL?"), NHWC drops all three.
+ROWS = {
+    "conv2d_act_relu1": [(FLOAT32, True), (QUANT8, True), (FLOAT16, True), (PER_CHANNEL, True),
+                         (FLOAT16, False), (PER_CHANNEL, False)],
+    "conv2d_same_stride2_batch2": [(FLOAT32, True), (QUANT8, True), (FLOAT16, True), (PER_CHANNEL, True),
+                                   (FLOAT16, False), (PER_CHANNEL, False), (SIGNED_PER_CHANNEL, False)],
+    "depthwise_conv2d_act_relu6": [(FLOAT16, False)],
+    "depthwise_conv2d_valid_stride_w1_h2_m1": [(FLOAT16, False), (PER_CHANNEL, False), (SIGNED_PER_CHANNEL, False),
+                                                (SIGNED_PER_CHANNEL, True)],
+}
+
+
+def _quant_regime_cases() -> list:
+    """TENSOR_QUANT8_ASYMM input at the extreme zero point 255 (scale 1/4, so every real
+    value is <= 0) and an output scale above 1 (2 > 1/4 * 1/2, the FL1 rule)."""
+    rng = np.random.default_rng(30)
+    out = []
+    for name, op, w_shape, mult in (("conv2d", Op.CONV_2D, (3, 2, 3, 2), None),
+                                    ("depthwise_conv2d", Op.DEPTHWISE_CONV_2D, (1, 2, 3, 4), 2)):
+        v = values_for(rng, (2, 3, 4, 2), T_Q8, (0.25, 255))
+        w = values_for(rng, w_shape, T_Q8, (0.5, 100))
+        b = np.round(rng.uniform(-8, 8, w_shape[0] if mult is None else w_shape[3])) * 0.125
+        ints = [const(T_INT32, i) for i in (1, 0, 1, 0, 1, 2, *([mult] if mult else []), NONE)]
+        out.append(case(f"{name}_quant8_zp_max_out_scale_large", FAMILY, op, T_Q8,
+                        [x(v), x(w, (0.5, 100), "const"), bias(b), *ints],
+                        lambda v, w, b, *_, m=mult: conv_formula(v, w, b, (1, 0, 1, 0), (1, 2), (1, 1), NONE, m),
+                        GOLDEN + " on the dequantized inputs", 1, q=(0.25, 255), out_q=(2.0, 128)))
+    return out
+
+
 def models():
-    return [m for spec in _float_specs() for m in expand(spec)]
+    specs = _float_specs()
+    by_name = {s.name: s for s in specs}
+    rows = [variant(by_name[n], flavor, nchw, "without_optional") for n, fl in ROWS.items() for flavor, nchw in fl]
+    return [m for spec in specs for m in expand(spec)] + rows + _quant_regime_cases()
