@@ -17,8 +17,8 @@ with zero points 0, mid-range and 255, scales 0.5 and 2, saturating inputs, batc
 DEQUANTIZE with scales above 1 and the extreme zero point. Not zero-sized inputs (left for
 a model that produces them; AOSP's QUANTIZE and DEQUANTIZE accept them).
 
-Golden: the stored values (CAST, hand rule above: a copy, or the integer value as a float),
-or the formulas above in numpy (QUANTIZE, DEQUANTIZE, :func:`.pointwise.case`).
+Golden: the stored values (CAST: a copy, or the integer value as a float; a
+hand calculation), or the formulas above in numpy (QUANTIZE, DEQUANTIZE, :func:`.pointwise.case`).
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from .pointwise import ZP, case, q, quarters, stored, v
 FAMILY = "convert"
 F32, F16, Q8, Q8S = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 Q16A, Q16S, Q8SYMM = T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT16_SYMM, T.TENSOR_QUANT8_SYMM
-CAST_GOLDEN = "hand rule (NNAPI CAST ignores scale and zeroPoint): the stored values {} (cts/specs/convert.py)"
+CAST_GOLDEN = "hand calculation (NNAPI CAST ignores scale and zeroPoint): the stored values {} (cts/specs/convert.py)"
 
 
 def _cast(name, x, out_t):
