@@ -14,8 +14,11 @@ FL3) or 0 (signed); HARD_SWISH and RSQRT outputs have their own.
 Cases: the quant regimes the corpus misses (zero point 0, mid-range, extreme; scale < 1 and
 > 1, :data:`.pointwise.ZP`), on the input where the output's quantization is fixed; float16
 RELU1 and LOGISTIC (FL3); batch > 1. Left out: zero-sized inputs of ELU and of the FL3 math
-operations (AOSP registers them without ``allowZeroSizedInput``), quantized RSQRT with the
-extreme unsigned zero point 255 (its reals are <= 0, outside RSQRT's domain).
+operations (AOSP registers them without ``allowZeroSizedInput``), and of HARD_SWISH (AOSP
+accepts them, but a declared dimension 0 of a model input means "unknown": the zero-sized
+tensor must come from another operation, as in AOSP's zero-sized tests). Quantized RSQRT meets the unsigned
+zero point 255 on its output only (input reals <= 0 lie outside its domain): every result
+saturates.
 
 Golden: the numpy formulas of :data:`FORMULAS` on the real input values (dequantized
 ``(q - zeroPoint) * scale``), quantized outputs rounded half away from zero and saturated
@@ -102,6 +105,10 @@ def _quantized(rng) -> list:
               q(Q8S, stored(rng, Q8S, (2, 4), -127, 127), 0.5, z8s["extreme"]), (0.0125, 0)),
         unary("rsqrt_quant8_signed_zp_mid_scale1.5", Op.RSQRT,
               q(Q8S, stored(rng, Q8S, (2, 4), -19, 127), 1.5, z8s["mid"]), (0.005, -100)),
+        # output zero point 255 represents reals <= 0 only: every (positive) result saturates
+        # to 255, where a wrapping driver gives small values
+        unary("rsqrt_quant8_out_zp_extreme_saturates", Op.RSQRT, q(Q8, stored(rng, Q8, (2, 4), 1, 255), 0.5, 0),
+              (0.01, z8["extreme"])),
     ]
     return out
 
