@@ -12,7 +12,8 @@ FLOAT32); anything else is an operand tuple (:func:`~cts.specs.const`, ...) pass
 The spec's ``formula`` gets the values every input stands for (float16-rounded or
 dequantized, NHWC) and returns the float64 golden, which is quantized with the output's
 (scale, zero point) (round half away from zero, saturated). With ``nchw`` every rank-4
-:func:`x` tensor and the output are transposed to NCHW after the formula ran.
+:func:`x` model input and the output are transposed to NCHW after the formula ran (constant
+tensors, such as filters, keep their layout).
 """
 from __future__ import annotations
 
@@ -73,13 +74,13 @@ def case(name, family, op, t, inputs, formula, golden, level, q=None, out_q=None
             values.append(float(np.asarray(v, np.float16 if st == T.FLOAT16 else np.float32)))
         elif t in FLOATS:
             v = v.astype(np.float16 if t == T.TENSOR_FLOAT16 else np.float32)
-            ops.append(make(t, to_layout(v) if kind == "x" else v))
+            ops.append(make(t, to_layout(v) if make is inp else v))
             values.append(v.astype(np.float64))
             scales.append(None)
         elif kind == "x":
             scale, zp = extra or q
             qv = quantize(v, f32(scale), zp, t)
-            ops.append(make(t, to_layout(qv), f32(scale), zp))
+            ops.append(make(t, to_layout(qv) if make is inp else qv, f32(scale), zp))
             values.append((qv - zp) * f32(scale))
             scales.append(np.array([f32(scale)]))
         elif kind == "pc":
