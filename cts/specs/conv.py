@@ -23,7 +23,8 @@ quant8 signed with non-zero zero points, per-channel filters, NHWC/NCHW, inputs 
 operands, left-out optional inputs); then the signature rows those leave out (:data:`ROWS`:
 the layout flag without dilations, float16 and per-channel forms without the layout) and a
 TENSOR_QUANT8_ASYMM case at the extreme zero point with an output scale above 1
-(:func:`_quant_regime_cases`, :mod:`.typed`). Not omitted (NO_VALUE) optional inputs: AOSP registers
+(:func:`_quant_regime_cases`, :mod:`.typed`), and DEPTHWISE_CONV_2D on zero batches
+(AOSP's zero-sized form, :func:`.typed.zero_sized`; golden by hand: empty). Not omitted (NO_VALUE) optional inputs: AOSP registers
 CONV_2D and DEPTHWISE_CONV_2D without ``allowOmittedOperand``, so its CPU executor rejects
 them (``OperationExecutionContext::checkNoOmittedOperand``); the way to leave the layout
 and dilation out is the shorter input list.
@@ -41,7 +42,7 @@ import numpy as np
 from runtime.types import OperandType as T, OperationType as Op
 
 from . import const
-from .typed import bias, case, values_for, x
+from .typed import bias, case, values_for, x, zero_sized
 from .variations import (ACT, BIAS, FILTER, FLOAT16, FLOAT32, INT, LAYOUT, PER_CHANNEL, QUANT8,
                          SIGNED_PER_CHANNEL, FloatSpec, Slot, expand, variant)
 
@@ -193,4 +194,10 @@ def models():
     specs = _float_specs()
     by_name = {s.name: s for s in specs}
     rows = [variant(by_name[n], flavor, nchw, "without_optional") for n, fl in ROWS.items() for flavor, nchw in fl]
-    return [m for spec in specs for m in expand(spec)] + rows + _quant_regime_cases()
+    # zero batches (AOSP registers DEPTHWISE_CONV_2D with allowZeroSizedInput): a [1, 2, 2, 2]
+    # filter, multiplier 2, explicit padding 0, strides 1 over [0, 2, 2, 1] -> [0, 1, 1, 2]
+    zero = zero_sized("depthwise_conv2d_zero_sized", FAMILY, Op.DEPTHWISE_CONV_2D,
+                      [const(T.TENSOR_FLOAT32, np.array([1, 2, 3, 4, 5, 6, 7, 8], np.float32).reshape(1, 2, 2, 2)),
+                       const(T.TENSOR_FLOAT32, np.array([0.5, -0.5], np.float32)),
+                       *(const(T_INT32, v) for v in (0, 0, 0, 0, 1, 1, 2, NONE))], [1, 1, 2], 3)
+    return [m for spec in specs for m in expand(spec)] + rows + _quant_regime_cases() + [zero]

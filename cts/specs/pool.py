@@ -14,7 +14,8 @@ the FuseCode clamp. Types: TENSOR_FLOAT32 (FL1), TENSOR_FLOAT16 (FL3), TENSOR_QU
 input's scale and zero point.
 
 Golden: :func:`pool_formula`, numpy over each output position's in-bounds window, written
-from the definition above.
+from the definition above; the zero-sized case (AVERAGE_POOL_2D on zero batches, AOSP's
+form: :func:`.typed.zero_sized`) by hand.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from runtime.types import OperandType as T, OperationType as Op
 
 from . import const
 from .conv import _CLAMP, NONE, RELU, RELU1, RELU6, SAME, VALID, implicit_padding
-from .typed import case, values_for, x
+from .typed import case, values_for, x, zero_sized
 from .variations import QUANT_REGIMES
 
 FAMILY = "pool"
@@ -101,5 +102,9 @@ def _cases(op, prefix):
 
 
 def models():
+    # zero batches (AOSP registers the pooling operations with allowZeroSizedInput): explicit
+    # padding 0, strides 1, a 2x2 filter over [0, 2, 2, 1] -> [0, 1, 1, 1]
+    zero = zero_sized("avg_pool_zero_sized", FAMILY, Op.AVERAGE_POOL_2D,
+                      [const(T.INT32, v) for v in (0, 0, 0, 0, 1, 1, 2, 2, NONE)], [1, 1, 1], 3)
     return [*_cases(Op.AVERAGE_POOL_2D, "avg_pool"), *_cases(Op.MAX_POOL_2D, "max_pool"),
-            *_cases(Op.L2_POOL_2D, "l2_pool")]
+            *_cases(Op.L2_POOL_2D, "l2_pool"), zero]

@@ -21,7 +21,10 @@ import numpy as np
 
 from runtime.types import OperandType as T
 
-from . import const, expect, inp, one_operation
+from runtime.testing.test_model import TestModel, TestOperand, TestOperation, TestSubgraph
+from runtime.types import OperandLifeTime as L, OperationType as Op
+
+from . import LEVEL_VERSION, VERSION, _operand, const, expect, inp, one_operation
 from .variations import f32, quantize
 
 FLOATS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
@@ -121,3 +124,38 @@ def values_for(rng, shape, t, q=None) -> np.ndarray:
         return np.round(rng.uniform(-4, 4, shape) * 4) / 4
     lo, hi = (0, 255) if t == T.TENSOR_QUANT8_ASYMM else (-128, 127)
     return (rng.integers(lo, hi + 1, shape) - q[1]) * f32(q[0])
+
+
+#: Golden of :func:`zero_sized`: every output is empty, by hand.
+ZERO_SIZED_GOLDEN = ("hand calculation: BOX_WITH_NMS_LIMIT keeps no box (the one non-background class "
+                     "scores 0.1 < the 0.3 threshold), so ROI_ALIGN gives 0 regions and every output is empty")
+
+
+def zero_sized(name, family, op, params, out_tail, level, depth=1) -> tuple[TestModel, str]:
+    """AOSP's zero-sized test (``frameworks/ml/nn/runtime/test/specs/V1_2/*zero_sized*``):
+    BOX_WITH_NMS_LIMIT on scores [[0.9, 0.1]] (class 0 is background) with score threshold 0.3
+    keeps no box; ROI_ALIGN of a [1, 1, 1, depth] TENSOR_FLOAT32 input over those 0 regions
+    gives a [0, 2, 2, depth] temporary, which feeds ``op`` with the operand tuples ``params``
+    after it; ``op``'s output is [0, *out_tail]. Only for operations AOSP registers with
+    ``allowZeroSizedInput``."""
+    F, I = T.TENSOR_FLOAT32, T.TENSOR_INT32
+    ops = [_operand(*c) for c in (
+        const(F, np.array([[0.9, 0.1]], np.float32)), const(F, np.array([[1, 1, 10, 10, 0, 0, 10, 10]], np.float32)),
+        const(I, np.array([0], np.int32)), const(T.FLOAT32, 0.3), const(T.INT32, -1), const(T.INT32, 0),
+        const(T.FLOAT32, 0.4), const(T.FLOAT32, 1.0), const(T.FLOAT32, 0.3))]
+    empty = lambda t, dims, life: TestOperand(t, dims, 0.0, 0, life, int(life == L.TEMPORARY_VARIABLE), False,  # noqa: E731
+                                              None, None)  # no data: zero elements, as the corpus stores them
+    ops += [empty(F, [0], L.SUBGRAPH_OUTPUT), empty(F, [0, 4], L.TEMPORARY_VARIABLE),
+            empty(I, [0], L.SUBGRAPH_OUTPUT), empty(I, [0], L.TEMPORARY_VARIABLE)]
+    ops.append(_operand(*inp(F, np.ones((1, 1, 1, depth), np.float32))))
+    ops += [_operand(*c) for c in (const(T.INT32, 2), const(T.INT32, 2), const(T.FLOAT32, 2.0),
+                                   const(T.FLOAT32, 2.0), const(T.INT32, 4), const(T.INT32, 4), const(T.BOOL, False))]
+    ops.append(empty(F, [0, 2, 2, depth], L.TEMPORARY_VARIABLE))
+    first = len(ops)
+    ops += [_operand(*c) for c in params]
+    ops.append(empty(F, [0, *out_tail], L.SUBGRAPH_OUTPUT))
+    operations = [TestOperation(Op.BOX_WITH_NMS_LIMIT, list(range(9)), [9, 10, 11, 12]),
+                  TestOperation(Op.ROI_ALIGN, [13, 10, 12, *range(14, 21)], [21]),
+                  TestOperation(op, [21, *range(first, len(ops) - 1)], [len(ops) - 1])]
+    sg = TestSubgraph(ops, operations, [13], [9, 11, len(ops) - 1])
+    return TestModel(name, family, VERSION, LEVEL_VERSION[level], False, False, 0.0, sg), ZERO_SIZED_GOLDEN
