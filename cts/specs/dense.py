@@ -27,9 +27,10 @@ FC_GOLDEN = "numpy formula: clamp(x @ weights^T + bias) (cts/specs/dense.py)"
 BMM_GOLDEN = "numpy formula: op_x(lhs) @ op_y(rhs) per batch (cts/specs/dense.py)"
 
 
-def _fc(name, t, batch, units, size, act, q=None, wq=None, out_q=None, seed=0):
+def _fc(name, t, batch, units, size, act, q=None, wq=None, out_q=None, seed=0, spread=1.0):
+    """``spread`` scales float inputs and weights so the products straddle the clamp bounds."""
     rng = np.random.default_rng(seed)
-    v, w = values_for(rng, (batch, size), t, q), values_for(rng, (units, size), t, wq)
+    v, w = values_for(rng, (batch, size), t, q) * spread, values_for(rng, (units, size), t, wq) * spread
     b = np.round(rng.uniform(-4, 4, units)) * (1 if q is None else q[0] * wq[0])
     return case(name, FAMILY, Op.FULLY_CONNECTED, t, [x(v), x(w, wq, "const"), bias(b), const(T.INT32, act)],
                 lambda v, w, b, *_: np.clip(v @ w.T + b, *_CLAMP[act]), FC_GOLDEN, 1, q=q, out_q=out_q)
@@ -46,13 +47,14 @@ def _bmm(name, t, lhs, rhs, adj_x, adj_y, q=None, rq=None, out_q=None, seed=0):
 
 def models():
     return [
-        _fc("fully_connected_float32_relu1_batch2", F32, 2, 3, 4, RELU1, seed=1),
-        _fc("fully_connected_float32_relu6_square", F32, 3, 4, 4, RELU6, seed=2),
-        # output scales above input_scale * weights_scale (FL1 rule)
-        _fc("fully_connected_quant8_zp_max", Q8, 2, 3, 5, NONE, (0.25, 255), (0.125, 128), (1.0, 128), seed=3),
-        _fc("fully_connected_quant8_scale_large_relu6", Q8, 2, 4, 3, RELU6, (2.0, 100), (0.25, 120), (4.0, 10), seed=4),
-        _fc("fully_connected_quant8_signed_scale_large", Q8S, 3, 2, 4, RELU1, (2.0, -20), (0.25, 3), (8.0, -10), seed=5),
+        _fc("fully_connected_float32_relu1_batch2", F32, 2, 3, 4, RELU1, seed=1, spread=0.25),
+        _fc("fully_connected_float32_relu6_square", F32, 3, 4, 4, RELU6, seed=2, spread=0.5),
+        # output (scale, zero point) from the golden's range ("auto"), above input_scale *
+        # weights_scale (the FL1 rule)
+        _fc("fully_connected_quant8_zp_max", Q8, 2, 3, 5, NONE, (0.25, 255), (0.125, 128), "auto", seed=3),
+        _fc("fully_connected_quant8_scale_large", Q8, 2, 4, 3, NONE, (2.0, 100), (0.25, 120), "auto", seed=4),
+        _fc("fully_connected_quant8_signed_scale_large", Q8S, 3, 2, 4, NONE, (2.0, -20), (0.25, 3), "auto", seed=5),
         _bmm("batch_matmul_float32_square_rhs", F32, (2, 3, 4), (2, 4, 4), False, False, seed=6),
         _bmm("batch_matmul_quant8_signed_scale_large_adj_y", Q8S, (2, 2, 3), (2, 4, 3), False, True,
-             (2.0, -20), (0.5, 0), (16.0, 5), seed=7),
+             (2.0, -20), (0.5, 0), "auto", seed=7),
     ]

@@ -81,11 +81,11 @@ def _log_softmax(k, t, shape, beta, axis):
 def models():
     return [
         # SOFTMAX: beta keeps beta * (x - max) within a few units at each regime's scale
-        _softmax(0, Q8, 1, (2, 5), 0.02, None, 1),
-        _softmax(1, Q8, 2, (2, 1, 2, 4), 0.25, None, 1),
-        _softmax(2, Q8S, 0, (3, 4), 0.5, None, 4),
-        _softmax(3, Q8S, 1, (2, 3, 4), 0.02, -2, 4),
-        _softmax(4, Q8S, 2, (2, 2, 3), 0.5, 1, 4),
+        _softmax(0, Q8, 1, (2, 5), 0.008, None, 1),
+        _softmax(1, Q8, 2, (2, 1, 2, 4), 0.06, None, 1),
+        _softmax(2, Q8S, 0, (3, 4), 0.03, None, 4),
+        _softmax(3, Q8S, 1, (2, 3, 4), 0.008, -2, 4),
+        _softmax(4, Q8S, 2, (2, 2, 3), 0.06, 1, 4),
         _l2(0, Q8, 0, (1, 2, 2, 3), None, 3),
         _l2(1, Q8, 1, (2, 3, 4), 1, 3),
         _l2(2, Q8, 2, (2, 2, 1, 4), None, 3),

@@ -36,6 +36,10 @@ _REDUCE = {Op.AVERAGE_POOL_2D: ("mean", np.mean), Op.MAX_POOL_2D: ("max", np.max
            Op.L2_POOL_2D: ("sqrt(mean(x^2))", lambda w, axis: np.sqrt(np.mean(w * w, axis=axis)))}
 
 
+#: Float input spread per FuseCode, so pooled values fall both inside and beyond the clamp.
+_SPREAD = {NONE: 1.0, RELU: 1.0, RELU1: 0.4, RELU6: 2.5}
+
+
 def pool_formula(op, x_nhwc, pads, strides, filt, act) -> np.ndarray:
     """NHWC pooling in float64: ``pads`` (left, right, top, bottom), ``strides`` and
     ``filt`` (width, height)."""
@@ -56,7 +60,7 @@ def pool_case(name, op, t, shape, padding, strides, filt, act, layout=None, q=No
     """One model: ``padding`` SAME, VALID or (left, right, top, bottom); ``layout`` None
     (no layout input), False (NHWC given) or True (NCHW)."""
     rng = np.random.default_rng(seed)
-    value = values_for(rng, shape, t, q)
+    value = values_for(rng, shape, t, q) * (_SPREAD[act] if q is None else 1.0)
     if op == Op.L2_POOL_2D:
         value = np.abs(value)
     if isinstance(padding, int):
@@ -73,8 +77,8 @@ def pool_case(name, op, t, shape, padding, strides, filt, act, layout=None, q=No
 
 
 def _cases(op, prefix):
-    """Every type x {explicit, implicit} x {no layout, layout}, rotating FuseCodes, padding
-    schemes, layouts, batch sizes and quantization regimes over them."""
+    """Every type x {explicit, implicit} x {no layout, layout}, rotating FuseCodes (float
+    types), padding schemes, layouts, batch sizes and quantization regimes over them."""
     types = [T.TENSOR_FLOAT32, T.TENSOR_FLOAT16]
     if op != Op.L2_POOL_2D:
         types += [T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED]
@@ -96,7 +100,8 @@ def _cases(op, prefix):
                          T.TENSOR_QUANT8_ASYMM: "quant8", T.TENSOR_QUANT8_ASYMM_SIGNED: "quant8_signed"}[t]
                 name = (f"{prefix}_{tname}_{'explicit' if explicit else 'implicit'}"
                         f"_{ {None: 'no_layout', False: 'nhwc', True: 'nchw'}[layout]}" + (f"_{rname}" if rname else ""))
-                out.append(pool_case(name, op, t, shape, padding, strides, filt, acts[k % 4], layout, q, seed=k))
+                act = acts[k % 4] if q is None else NONE  # a clamp would flatten the quantized outputs
+                out.append(pool_case(name, op, t, shape, padding, strides, filt, act, layout, q, seed=k))
                 k += 1
     return out
 

@@ -25,7 +25,7 @@ from runtime.testing.test_model import TestModel, TestOperand, TestOperation, Te
 from runtime.types import OperandLifeTime as L, OperationType as Op
 
 from . import LEVEL_VERSION, VERSION, _operand, const, expect, inp, one_operation
-from .variations import f32, quantize
+from .variations import f32, qparams, quantize
 
 FLOATS = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
 #: Feature level at which each tensor type enters NNAPI (relaxed float32 models: FL2).
@@ -60,7 +60,8 @@ def _marker(a) -> bool:
 def case(name, family, op, t, inputs, formula, golden, level, q=None, out_q=None, nchw=False,
          relaxed=False, out_t=None):
     """One model of type ``t`` (quantized: every :func:`x` tensor at ``q`` unless it says
-    otherwise, the output at ``out_q``, default ``q``); ``level`` the signature's feature
+    otherwise, the output at ``out_q``, default ``q``; "auto": :func:`.variations.qparams`
+    of the golden, so the expected values spread over the type's range); ``level`` the signature's feature
     level (raised to ``t``'s); ``out_t`` the output type when it differs from ``t``."""
     ops, values, scales = [], [], []
     to_layout = (lambda a: a.transpose(0, 3, 1, 2) if a.ndim == 4 else a) if nchw else (lambda a: a)
@@ -108,7 +109,7 @@ def case(name, family, op, t, inputs, formula, golden, level, q=None, out_q=None
     elif out_t == T.TENSOR_INT32 and t == T.TENSOR_INT32:
         out = expect(out_t, to_layout(want.astype(np.int32)))
     else:
-        scale, zp = out_q or q
+        scale, zp = qparams(want, out_t) if out_q == "auto" else out_q or q
         out = expect(out_t, to_layout(quantize(want, f32(scale), zp, out_t)), f32(scale), zp)
         golden += " on the dequantized inputs"
     level = max(level, TYPE_LEVEL[t], 2 if relaxed else 1)
