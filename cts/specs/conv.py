@@ -24,7 +24,8 @@ operands, left-out optional inputs); then the signature rows those leave out (:d
 the layout flag without dilations, float16 and per-channel forms without the layout) and a
 TENSOR_QUANT8_ASYMM case at the extreme zero point with an output scale above 1
 (:func:`_quant_regime_cases`, :mod:`.typed`), and DEPTHWISE_CONV_2D on zero batches
-(AOSP's zero-sized form, :func:`.typed.zero_sized`; golden by hand: empty). Not omitted (NO_VALUE) optional inputs: AOSP registers
+(AOSP's zero-sized form, :func:`.typed.zero_sized`; golden by hand: empty). Not omitted
+(NO_VALUE) optional inputs: AOSP registers
 CONV_2D and DEPTHWISE_CONV_2D without ``allowOmittedOperand``, so its CPU executor rejects
 them (``OperationExecutionContext::checkNoOmittedOperand``); the way to leave the layout
 and dilation out is the shorter input list.

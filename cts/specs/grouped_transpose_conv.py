@@ -35,7 +35,8 @@ from .typed import bias, case, pc, values_for, x
 FAMILY = "grouped_transpose_conv"
 Q8, Q8S = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
 GROUPED_GOLDEN = "numpy formula: per-group convolution (cts/specs/grouped_transpose_conv.py grouped_formula)"
-TRANSPOSE_GOLDEN = "numpy formula: scatter of filter taps, cropped (cts/specs/grouped_transpose_conv.py transpose_formula)"
+TRANSPOSE_GOLDEN = ("numpy formula: scatter of filter taps, cropped "
+                    "(cts/specs/grouped_transpose_conv.py transpose_formula)")
 
 
 def grouped_formula(v, w, b, pads, strides, groups, act):
@@ -50,7 +51,8 @@ def transpose_formula(v, w, b, pads, strides, act):
     full = np.zeros((n, (h - 1) * sh + fh, (wd - 1) * sw + fw, o))
     for i in range(fh):
         for j in range(fw):
-            full[:, i:i + (h - 1) * sh + 1:sh, j:j + (wd - 1) * sw + 1:sw, :] += np.einsum("nhwc,oc->nhwo", v, w[:, i, j, :])
+            taps = np.einsum("nhwc,oc->nhwo", v, w[:, i, j, :])
+            full[:, i:i + (h - 1) * sh + 1:sh, j:j + (wd - 1) * sw + 1:sw, :] += taps
     out = full[:, top:full.shape[1] - bottom, left:full.shape[2] - right, :]
     return np.clip(out + b, *_CLAMP[act])
 

@@ -43,9 +43,9 @@ def l2_normalization(v, axis):
     return v / np.sqrt((v * v).sum(axis=axis, keepdims=True))
 
 
-GOLDEN = {Op.SOFTMAX: "numpy formula: exp(beta * (x - max)) / sum along the axis (cts/specs/normalization.py)",
-          Op.LOG_SOFTMAX: "numpy formula: beta * x - log(sum exp(beta * x)) along the axis (cts/specs/normalization.py)",
-          Op.L2_NORMALIZATION: "numpy formula: x / sqrt(sum x^2) along the axis (cts/specs/normalization.py)"}
+GOLDEN = {op: f"numpy formula: {text} along the axis (cts/specs/normalization.py)" for op, text in (
+    (Op.SOFTMAX, "exp(beta * (x - max)) / sum"), (Op.LOG_SOFTMAX, "beta * x - log(sum exp(beta * x))"),
+    (Op.L2_NORMALIZATION, "x / sqrt(sum x^2)"))}
 SOFTMAX_OUT = {Q8: (1 / 256, 0), Q8S: (1 / 256, -128)}
 L2_OUT = {Q8: (1 / 128, 128), Q8S: (1 / 128, 0)}
 _TNAME = {F32: "float32", F16: "float16", Q8: "quant8", Q8S: "quant8_signed"}

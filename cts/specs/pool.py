@@ -19,8 +19,6 @@ form: :func:`.typed.zero_sized`) by hand.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from runtime.types import OperandType as T, OperationType as Op
@@ -98,8 +96,9 @@ def _cases(op, prefix):
                 strides, filt = ((2, 1), (3, 2)) if k % 3 else ((1, 2), (2, 3))
                 tname = {T.TENSOR_FLOAT32: "float32", T.TENSOR_FLOAT16: "float16",
                          T.TENSOR_QUANT8_ASYMM: "quant8", T.TENSOR_QUANT8_ASYMM_SIGNED: "quant8_signed"}[t]
-                name = (f"{prefix}_{tname}_{'explicit' if explicit else 'implicit'}"
-                        f"_{ {None: 'no_layout', False: 'nhwc', True: 'nchw'}[layout]}" + (f"_{rname}" if rname else ""))
+                lname = {None: "no_layout", False: "nhwc", True: "nchw"}[layout]
+                name = (f"{prefix}_{tname}_{'explicit' if explicit else 'implicit'}_{lname}"
+                        + (f"_{rname}" if rname else ""))
                 act = acts[k % 4] if q is None else NONE  # a clamp would flatten the quantized outputs
                 out.append(pool_case(name, op, t, shape, padding, strides, filt, act, layout, q, seed=k))
                 k += 1

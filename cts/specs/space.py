@@ -9,7 +9,8 @@ output (y*b + i, x*b + j, k) = input (y, x, (i*b + j)*c + k); SPACE_TO_DEPTH is 
 BATCH_TO_SPACE_ND with block [bh, bw] (TENSOR_INT32 input 1) maps [bh*bw*n, h, w, c] to
 [n, h*bh, w*bw, c], output (b, y*bh + i, x*bw + j) = input ((i*bw + j)*n + b, y, x);
 SPACE_TO_BATCH_ND pads height and width with the [2, 2] paddings (input 2; the zero point
-for quantized types, which needs FL3 when it is not 0: AOSP validation) and applies the inverse. CHANNEL_SHUFFLE (input 1 num_groups g,
+for quantized types, which needs FL3 when it is not 0: AOSP validation) and applies the
+inverse. CHANNEL_SHUFFLE (input 1 num_groups g,
 input 2 axis) views the axis of size g*k as [g, k] and transposes it to [k, g]. Every
 output has the input's type, scale and zero point.
 
@@ -69,7 +70,8 @@ def _op_cases(t, k, q, layout):
          lambda v, *_: depth_to_space(v, 2), base),
         ("space_to_depth", Op.SPACE_TO_DEPTH, (2, 4, 6, 2), [const(T.INT32, 2), *lay],
          lambda v, *_: space_to_depth(v, 2), base),
-        ("batch_to_space", Op.BATCH_TO_SPACE_ND, (8, 2, 3, 1), [const(T.TENSOR_INT32, np.array([2, 2], np.int32)), *lay],
+        ("batch_to_space", Op.BATCH_TO_SPACE_ND, (8, 2, 3, 1),
+         [const(T.TENSOR_INT32, np.array([2, 2], np.int32)), *lay],
          lambda v, *_: batch_to_space(v, (2, 2)), max(base, 2)),
         ("space_to_batch", Op.SPACE_TO_BATCH_ND, (2, 3, 5, 2),
          [const(T.TENSOR_INT32, np.array([2, 4], np.int32)), const(T.TENSOR_INT32, pads), *lay],

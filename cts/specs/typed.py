@@ -144,8 +144,8 @@ def zero_sized(name, family, op, params, out_tail, level, depth=1) -> tuple[Test
         const(F, np.array([[0.9, 0.1]], np.float32)), const(F, np.array([[1, 1, 10, 10, 0, 0, 10, 10]], np.float32)),
         const(I, np.array([0], np.int32)), const(T.FLOAT32, 0.3), const(T.INT32, -1), const(T.INT32, 0),
         const(T.FLOAT32, 0.4), const(T.FLOAT32, 1.0), const(T.FLOAT32, 0.3))]
-    empty = lambda t, dims, life: TestOperand(t, dims, 0.0, 0, life, int(life == L.TEMPORARY_VARIABLE), False,  # noqa: E731
-                                              None, None)  # no data: zero elements, as the corpus stores them
+    def empty(t, dims, life):  # no data: zero elements, as the corpus stores them
+        return TestOperand(t, dims, 0.0, 0, life, int(life == L.TEMPORARY_VARIABLE), False, None, None)
     ops += [empty(F, [0], L.SUBGRAPH_OUTPUT), empty(F, [0, 4], L.TEMPORARY_VARIABLE),
             empty(I, [0], L.SUBGRAPH_OUTPUT), empty(I, [0], L.TEMPORARY_VARIABLE)]
     ops.append(_operand(*inp(F, np.ones((1, 1, 1, depth), np.float32))))
