@@ -1,12 +1,14 @@
 """The ``nncts`` command.
 
-``nncts cts [--driver NAME] [--corpus DIR]... [--report-dir DIR] [PYTEST ARGS...]`` runs the
-CTS through pytest (extra arguments such as ``-n 2`` or ``-k conv`` go to pytest), prints
+``nncts cts [--driver NAME] [--corpus DIR]... [--specs] [--report-dir DIR] [PYTEST ARGS...]``
+runs the CTS through pytest (extra arguments such as ``-n 2`` or ``-k conv`` go to pytest), prints
 the per-operation summary, and writes ``junit.xml``, ``outcomes.jsonl``, ``summary.json``
 and ``index.html`` into the report directory. ``nncts vts`` takes the same options and runs
 the VTS package (the driver's HAL directly) the same way. ``nncts drivers`` lists the
 drivers found. ``nncts coverage [--corpus DIR]... [--out DIR] [--op NAME]...`` prints the
 coverage matrix (:mod:`cts.coverage`) and writes ``coverage.json`` and ``coverage.html``.
+``nncts specs build|check`` builds our own golden specs (:mod:`cts.specs`) or checks the
+built files are current (exit 1 naming the stale ones).
 """
 from __future__ import annotations
 
@@ -68,11 +70,14 @@ def _run_suite(suite: Suite, args, extra) -> int:
         pytest_args.append("--nncts-resume")
     for c in args.corpus:
         pytest_args += ["--corpus", c]
+    if args.specs:
+        pytest_args.append("--specs")
     code = int(pytest.main(pytest_args + extra))
     if records.exists():
         paths = write_reports(records, report_dir, title=f"{suite.title}: driver {args.driver}",
                               meta={"driver": args.driver, "suite": suite.command,
-                                    "corpus": args.corpus or ["vendored AOSP corpus", "cts/specs/built"],
+                                    "corpus": args.corpus + (["cts/specs/built"] if args.specs else [])
+                                    or ["vendored AOSP corpus", "cts/specs/built"],
                                     "pytest_exit_code": code})
         print("report:", ", ".join(str(p) for p in [report_dir / "junit.xml", records, *paths]))
     return code
@@ -108,6 +113,8 @@ def _add_suite_parser(sub, name: str, help_text: str, timeout_help: str):
     p.add_argument("--driver", default=DEFAULT_DRIVER,
                    help="bundled name, entry point in group nncts.drivers, or module:factory")
     p.add_argument("--corpus", action="append", default=[], help="corpus directory (repeatable)")
+    p.add_argument("--specs", action="store_true",
+                   help="our own golden specs: alone, or next to the --corpus directories given")
     p.add_argument("--report-dir", default="nncts-report", help="where reports go (default: nncts-report)")
     p.add_argument("--resume", action="store_true",
                    help="keep the report directory's outcomes and run only the tests not recorded yet")
@@ -133,7 +140,14 @@ def main(argv=None) -> int:
     cov.add_argument("--out", default="nncts-report", help="where coverage.json/.html go (default: nncts-report)")
     cov.add_argument("--op", action="append", default=[], metavar="NAME",
                      help="only this operation (NNAPI name, repeatable); lists every cell")
+    specs = sub.add_parser("specs", help="build our own golden specs into corpus-schema files "
+                                         "(cts/specs/built), or check the built files are up to date")
+    specs.add_argument("action", choices=("build", "check"))
+    specs.add_argument("--out", default=None, help="where to build (default: cts/specs/built)")
     args, extra = parser.parse_known_args(argv)
+    if args.command == "specs" and not extra:
+        from cts.specs.__main__ import main as specs_main
+        return specs_main([args.action] + (["--out", args.out] if args.out else []))
     if args.command == "drivers":
         print("\n".join(available_drivers()))
         return 0

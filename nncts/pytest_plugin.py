@@ -31,6 +31,9 @@ def pytest_addoption(parser):
     g.addoption("--corpus", action="append", default=[],
                 help="corpus directory (root or any folder below it; repeatable); default: the vendored AOSP "
                      "corpus and our own specs (cts/specs/built)")
+    g.addoption("--specs", action="store_true",
+                help="run our own golden specs (cts/specs/built): alone, or next to the --corpus "
+                     "directories given")
     g.addoption("--wait-limit", type=float, default=30.0, metavar="SECONDS",
                 help="longest wait for an asynchronous or fenced completion before it counts as lost "
                      "(default 30)")
@@ -63,9 +66,13 @@ def pytest_unconfigure(config):
 
 
 def corpus_roots(config) -> list[Path]:
-    """The ``--corpus`` directories (default: the vendored corpus and the built specs);
-    UsageError if missing."""
-    roots = [Path(p) for p in config.getoption("corpus")] or list(DEFAULT_ROOTS)
+    """The ``--corpus`` directories, plus the built specs with ``--specs`` (``--specs``
+    alone: only the specs; neither: the vendored corpus and the built specs); UsageError if
+    a directory is missing."""
+    roots = [Path(p) for p in config.getoption("corpus")]
+    if config.getoption("specs"):
+        roots.append(DEFAULT_SPECS)
+    roots = roots or list(DEFAULT_ROOTS)
     missing = [str(r) for r in roots if not r.exists()]
     if missing:
         raise pytest.UsageError(f"--corpus: no such directory: {', '.join(missing)}")

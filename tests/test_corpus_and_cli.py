@@ -43,6 +43,28 @@ def test_corpus_option_runs_exactly_that_directory(tmp_path, small_corpus):
     assert all(i.split("/")[1] in ("relu_float_1", "conv_float_channels") for i in records)
 
 
+def test_specs_option_runs_our_specs_alone_or_next_to_a_corpus(tmp_path, small_corpus):
+    root, n = small_corpus
+    built = [m.test_id for m in iter_corpus([ROOT / "cts" / "specs" / "built"])]
+    for extra, want in (((), len(built)), (("--corpus", str(root)), len(built) + n)):
+        proc = subprocess.run([sys.executable, "-m", "pytest", "cts/test_generated.py", "--specs", *extra,
+                               "--mode", "sync", "--collect-only", "-q", "-p", "no:cacheprovider"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=600)
+        ids = [line for line in proc.stdout.splitlines() if "::" in line]
+        assert proc.returncode == 0 and len(ids) == want, proc.stdout[-2000:]
+        assert sum("[SPECS/" in i for i in ids) == len(built)
+
+
+def test_nncts_specs_check_and_bad_action():
+    ok = subprocess.run([sys.executable, "-m", "nncts.cli", "specs", "check"], cwd=ROOT,
+                        capture_output=True, text=True, timeout=600)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    bad = subprocess.run([sys.executable, "-m", "nncts.cli", "specs", "bake"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "invalid choice: 'bake'" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
 def test_corpus_option_rejects_missing_directory(tmp_path):
     code, records, out = run_cts(tmp_path, "--corpus", str(tmp_path / "nope"))
     assert code != 0 and "no such directory" in out
