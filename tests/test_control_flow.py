@@ -24,17 +24,23 @@ def _finish(m, inputs, outputs):
     return m
 
 
-def binary_model(op, constant, dims=(2,)):
-    """x -> op(x, constant) (ADD or SUB of a [1] float constant), inputs/outputs of ``dims``."""
-    m = Model()
-    x = m.add_operand(F32, list(dims))
+def add_constant_op(m, op, x, constant, dims):
+    """Add ``y = op(x, [constant], FuseCode NONE)`` (ADD or SUB of a [1] float constant) to
+    model ``m``; returns y (TENSOR_FLOAT32 of ``dims``)."""
     c = m.add_operand(F32, [1])
     m.set_operand_value(c, np.array([constant], np.float32))
     a = m.add_operand(T.INT32)
     m.set_operand_value(a, np.int32(0))
     y = m.add_operand(F32, list(dims))
     m.add_operation(op, [x, c, a], [y])
-    return _finish(m, [x], [y])
+    return y
+
+
+def binary_model(op, constant, dims=(2,)):
+    """x -> op(x, constant) (ADD or SUB of a [1] float constant), inputs/outputs of ``dims``."""
+    m = Model()
+    x = m.add_operand(F32, list(dims))
+    return _finish(m, [x], [add_constant_op(m, op, x, constant, dims)])
 
 
 def if_model(dims=(2,)):
@@ -65,13 +71,7 @@ def counting_body(nested_if=False):
     if not nested_if:
         m = Model()
         x, limit = m.add_operand(F32, [1]), m.add_operand(F32, [1])
-        one = m.add_operand(F32, [1])
-        m.set_operand_value(one, np.array([1], np.float32))
-        a = m.add_operand(T.INT32)
-        m.set_operand_value(a, np.int32(0))
-        y = m.add_operand(F32, [1])
-        m.add_operation(Op.ADD, [x, one, a], [y])
-        return _finish(m, [x, limit], [y])
+        return _finish(m, [x, limit], [add_constant_op(m, Op.ADD, x, 1.0, (1,))])
     m = Model()
     x, limit = m.add_operand(F32, [1]), m.add_operand(F32, [1])
     cond = m.add_operand(B8, [1])
@@ -398,12 +398,7 @@ def test_two_device_plan_runs_an_add_then_an_if():
     then_m, else_m = binary_model(Op.ADD, 10.0), binary_model(Op.SUB, 10.0)
     m = Model()
     cond, x = m.add_operand(B8, [1]), m.add_operand(F32, [2])
-    zero = m.add_operand(F32, [1])
-    m.set_operand_value(zero, np.array([0], np.float32))
-    a = m.add_operand(T.INT32)
-    m.set_operand_value(a, np.int32(0))
-    t = m.add_operand(F32, [2])
-    m.add_operation(Op.ADD, [x, zero, a], [t])
+    t = add_constant_op(m, Op.ADD, x, 0.0, (2,))
     tr, er = m.add_operand(T.SUBGRAPH), m.add_operand(T.SUBGRAPH)
     m.set_operand_value_from_model(tr, then_m)
     m.set_operand_value_from_model(er, else_m)
