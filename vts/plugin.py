@@ -194,6 +194,31 @@ def record_kinds(node, tally: dict) -> None:
     node.user_properties.append(("kinds", {k: list(v) for k, v in tally.items()}))
 
 
+#: Mishandled mutants quoted in a failing item's message (the count says how many there were).
+MAX_REPORTED = 8
+
+
+def run_mutation_kinds(node, case_id: str, kinds, mutants_of, check, what: str = "mutant(s)") -> None:
+    """Run one VTS validation item: every mutant of each kind in ``kinds`` (``mutants_of(kind)``
+    yields them) through ``check(kind, mutant)`` (a list of problems, empty when the driver
+    rejected it with INVALID_ARGUMENT); records the per-kind tally on ``node`` and fails the
+    item quoting the first :data:`MAX_REPORTED` problems."""
+    problems, n, tally = [], 0, {}
+    for name in kinds:
+        before, count = len(problems), 0
+        for mutant in mutants_of(name):
+            count += 1
+            problems += check(name, mutant)
+        tally[name] = (count, len(problems) - before)
+        n += count
+    record_kinds(node, tally)
+    if problems:
+        shown = "\n  ".join(problems[:MAX_REPORTED])
+        more = f"\n  ... and {len(problems) - MAX_REPORTED} more" if len(problems) > MAX_REPORTED else ""
+        pytest.fail(f"{case_id}: {len(problems)} problem(s) with {n} {what} that must be rejected "
+                    f"with INVALID_ARGUMENT:\n  {shown}{more}", pytrace=False)
+
+
 def pytest_runtest_logreport(report):
     props = dict(report.user_properties)
     if props.get("suite") != "vts" or props.get("mode") not in (MODEL_MODE, REQUEST_MODE):

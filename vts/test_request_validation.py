@@ -26,9 +26,8 @@ from runtime.hal.sync import ExecutionCallback
 from runtime.testing.hal_convert import to_hal_model, to_hal_request
 from runtime.types import ErrorStatus, MeasureTiming
 from vts.mutations import REQUEST_KINDS, clone_request
-from vts.plugin import max_mutants, record_kinds
+from vts.plugin import max_mutants, run_mutation_kinds
 
-MAX_REPORTED = 8
 INVALID = ErrorStatus.INVALID_ARGUMENT
 
 
@@ -140,17 +139,7 @@ def test_request_validation(vts_request_case, nncts_device, request):
         pytest.fail(f"{case.id}: driver crashed preparing the unmutated model: {type(e).__name__}: {e}",
                     pytrace=False)
     wait_limit = request.config.getoption("wait_limit")
-    problems, n, tally = [], 0, {}
-    for name in case.kinds:
-        before, count = len(problems), 0
-        for description, mutated in REQUEST_KINDS[name](to_hal_request(case.tm), max_mutants(request.config)):
-            count += 1
-            problems += check_request_mutant(prepared, description, mutated, wait_limit)
-        tally[name] = (count, len(problems) - before)
-        n += count
-    record_kinds(request.node, tally)
-    if problems:
-        shown = "\n  ".join(problems[:MAX_REPORTED])
-        more = f"\n  ... and {len(problems) - MAX_REPORTED} more" if len(problems) > MAX_REPORTED else ""
-        pytest.fail(f"{case.id}: {len(problems)} problem(s) with {n} request mutant(s) that must be "
-                    f"rejected with INVALID_ARGUMENT:\n  {shown}{more}", pytrace=False)
+    run_mutation_kinds(request.node, case.id, case.kinds,
+                       lambda name: REQUEST_KINDS[name](to_hal_request(case.tm), max_mutants(request.config)),
+                       lambda name, dm: check_request_mutant(prepared, dm[0], dm[1], wait_limit),
+                       "request mutant(s)")
