@@ -68,7 +68,7 @@ register(OperationDef(
      sig(4, [tensor("input", F16, ANY), scalar("alpha", OperandType.FLOAT16)],
          [tensor("output", F16, ANY)])),
     _prepare, _execute_elu,
-    summary="max(0, x) + min(0, alpha * (exp(x) - 1))"))
+    summary="max(0, x) + min(0, alpha * (exp(x) - 1))", aosp_source="EluExecution.cpp"))
 
 
 # --- HARD_SWISH ------------------------------------------------------------------------------
@@ -82,4 +82,5 @@ register(OperationDef(
     OperationType.HARD_SWISH,
     unary_sigs(4, (F16, F32, Q8, Q8S), ANY),
     _prepare, unary_execute(_hard_swish, raw_types=()),
-    summary="x * max(0, min(6, x + 3)) / 6"))
+    summary="x * max(0, min(6, x + 3)) / 6", allows_zero_sized_input=True,
+    aosp_source="ActivationExecution.cpp"))

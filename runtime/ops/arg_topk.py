@@ -82,9 +82,11 @@ def _arg_sigs():
 
 
 register(OperationDef(OperationType.ARGMAX, _arg_sigs(), _arg_prepare, _arg_kernel(np.argmax),
-                      summary="index of the largest element along an axis"))
+                      summary="index of the largest element along an axis",
+                      aosp_source="CpuExecutor.cpp"))
 register(OperationDef(OperationType.ARGMIN, _arg_sigs(), _arg_prepare, _arg_kernel(np.argmin),
-                      summary="index of the smallest element along an axis"))
+                      summary="index of the smallest element along an axis",
+                      aosp_source="CpuExecutor.cpp"))
 
 
 # --- TOPK_V2 -------------------------------------------------------------------------------
@@ -124,4 +126,5 @@ register(OperationDef(
     tuple(sig(lv, [tensor("input", t, None), scalar("k", T.INT32)],
               [tensor("values", t, None), tensor("indices", I32, None)]) for lv, t in LEVELS),
     _topk_prepare, _topk_execute, validate=_topk_validate,
-    summary="k largest entries of the last dimension, and their indices"))
+    summary="k largest entries of the last dimension, and their indices",
+    aosp_source="TopK_V2Execution.cpp"))

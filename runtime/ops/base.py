@@ -156,6 +156,29 @@ class OperationDef:
     #: SPLIT's outputs do.
     variadic_outputs: bool = False
 
+    #: AOSP facts: which operands AOSP's CPU executor (``packages/modules/NeuralNetworks``,
+    #: ``common/CpuExecutor.cpp``) lets this operation take. The coverage matrix marks the
+    #: cells they rule out impossible; validation and execution do not read them. Defaults
+    #: are conservative (not allowed). ``allows_zero_sized_input``: AOSP registers the
+    #: operation with ``allowZeroSizedInput`` (or runs it itself without a zero-size check);
+    #: otherwise ``checkNoZeroSizedInput`` (``allParametersPresent`` for the operations the
+    #: executor runs itself) rejects an input with a dimension of 0.
+    allows_zero_sized_input: bool = False
+
+    #: AOSP registers the operation with ``allowOmittedOperand`` (or runs it itself without
+    #: ``allParametersPresent``); otherwise ``checkNoOmittedOperand`` / ``allParametersPresent``
+    #: rejects an omitted (NO_VALUE) operand.
+    allows_omitted_operand: bool = False
+
+    #: AOSP requires the ``axis`` input >= 0 (CONCATENATION, PACK, REVERSE check
+    #: ``axis >= 0``); other operations with an axis take [-rank, rank).
+    nonnegative_axis: bool = False
+
+    #: The AOSP file those facts come from: ``<Name>Execution.cpp`` (in
+    #: ``common/operations/``, an ``NN_REGISTER_OPERATION`` call) or ``CpuExecutor.cpp``
+    #: (a case of the executor's own switch).
+    aosp_source: str = ""
+
     @property
     def min_feature_level(self) -> int:
         return min(s.feature_level for s in self.signatures)

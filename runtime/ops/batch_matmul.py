@@ -115,4 +115,4 @@ def execute(ctx: OpContext):
 
 register(OperationDef(OperationType.BATCH_MATMUL, SIGNATURES, prepare, execute,
                       summary="matrix product of each batch slice, optionally adjointing "
-                              "either operand"))
+                              "either operand", aosp_source="BatchMatmulExecution.cpp"))

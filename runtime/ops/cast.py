@@ -79,7 +79,8 @@ register(OperationDef(
     + tuple(sig(4, [tensor("input", t, ANY)], [tensor("output", t, ANY)])
             for t in _FL4_IDENTITY_TYPES),
     _prepare, _execute_cast,
-    summary="stored values converted to the output type (scale and zeroPoint ignored)"))
+    summary="stored values converted to the output type (scale and zeroPoint ignored)",
+    aosp_source="CpuExecutor.cpp"))
 
 
 def _execute_quantize(ctx: OpContext):
@@ -98,4 +99,5 @@ register(OperationDef(
     tuple(sig(level, [tensor("input", t, ANY)], [tensor("output", o, ANY)])
           for level, o in ((3, Q8), (4, Q8S)) for t in (F16, F32)),
     _prepare, _execute_quantize,
-    summary="round(x / scale) + zeroPoint, saturated"))
+    summary="round(x / scale) + zeroPoint, saturated", allows_zero_sized_input=True,
+    aosp_source="QuantizeExecution.cpp"))

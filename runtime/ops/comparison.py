@@ -87,7 +87,8 @@ for _op, _fn, _symbol in (
         (OperationType.LESS_EQUAL, np.less_equal, "<="),
         (OperationType.NOT_EQUAL, np.not_equal, "!=")):
     register(OperationDef(_op, _COMPARISON_SIGS, _prepare_broadcast, _comparison(_fn),
-                          summary=f"input0 {_symbol} input1 with broadcasting -> TENSOR_BOOL8"))
+                          summary=f"input0 {_symbol} input1 with broadcasting -> TENSOR_BOOL8",
+                          aosp_source="ComparisonsExecution.cpp"))
 
 
 def _logical(fn):
@@ -99,9 +100,11 @@ def _logical(fn):
 _LOGICAL_SIGS = (sig(3, [tensor("input0", BOOL8, ANY), tensor("input1", BOOL8, ANY)],
                      [tensor("output", BOOL8, ANY)]),)
 register(OperationDef(OperationType.LOGICAL_AND, _LOGICAL_SIGS, _prepare_broadcast,
-                      _logical(np.logical_and), summary="input0 AND input1 with broadcasting"))
+                      _logical(np.logical_and), summary="input0 AND input1 with broadcasting",
+                      aosp_source="LogicalAndOrExecution.cpp"))
 register(OperationDef(OperationType.LOGICAL_OR, _LOGICAL_SIGS, _prepare_broadcast,
-                      _logical(np.logical_or), summary="input0 OR input1 with broadcasting"))
+                      _logical(np.logical_or), summary="input0 OR input1 with broadcasting",
+                      aosp_source="LogicalAndOrExecution.cpp"))
 
 
 def _prepare_not(ctx: OpContext):
@@ -114,7 +117,7 @@ def _execute_not(ctx: OpContext):
 
 
 register(OperationDef(OperationType.LOGICAL_NOT, unary_sigs(3, (BOOL8,), ANY), _prepare_not,
-                      _execute_not, summary="NOT input"))
+                      _execute_not, summary="NOT input", aosp_source="LogicalNotExecution.cpp"))
 
 
 def _prepare_select(ctx: OpContext):
@@ -141,4 +144,5 @@ register(OperationDef(
                       tensor("input2", t, ANY)], [tensor("output", t, ANY)])
           for level, types in ((3, (F16, F32, I32, Q8)), (4, (Q8S,))) for t in types),
     _prepare_select, _execute_select,
-    summary="condition ? input1 : input2, element-wise (same shapes)"))
+    summary="condition ? input1 : input2, element-wise (same shapes)",
+    aosp_source="SelectExecution.cpp"))

@@ -283,6 +283,7 @@ register(ControlFlowDef(
     _no_kernel, _no_kernel, _if_validate,
     summary="run the then or else subgraph on the data inputs, chosen by a TENSOR_BOOL8 [1] condition",
     fixed_inputs=3, min_data=0, run=_if_run, check_references=_if_check_references,
+    allows_zero_sized_input=True, aosp_source="CpuExecutor.cpp",
     arity="takes a TENSOR_BOOL8 condition, two SUBGRAPH references, n >= 0 data inputs and m >= 1 outputs"))
 
 register(ControlFlowDef(
@@ -291,4 +292,5 @@ register(ControlFlowDef(
     _no_kernel, _no_kernel, None,
     summary="run the body subgraph while the condition subgraph gives true; outputs the loop values",
     fixed_inputs=2, min_data=1, run=_while_run, check_references=_while_check_references,
+    allows_zero_sized_input=True, aosp_source="CpuExecutor.cpp",
     arity="takes two SUBGRAPH references, m + k + n >= 1 loop values and 1 <= m <= m + k + n outputs"))

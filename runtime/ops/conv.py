@@ -389,4 +389,7 @@ for _op, _kind, _sigs, _summary in (
          "2-D convolution in channel groups (NHWC or NCHW) with bias and fused activation")):
     _prepare, _execute = _kernel(_kind)
     register(OperationDef(_op, _sigs, _prepare, _execute, validate=_validator(_kind),
-                          summary=_summary))
+                          summary=_summary, allows_zero_sized_input=_kind != GROUPED,
+                          aosp_source={CONV: "Conv2DExecution.cpp",
+                                       DEPTHWISE: "DepthwiseConv2DExecution.cpp"}.get(
+                                           _kind, "CpuExecutor.cpp")))

@@ -258,7 +258,8 @@ def _bbox_execute(ctx: OpContext):
 
 register(OperationDef(OperationType.AXIS_ALIGNED_BBOX_TRANSFORM, _bbox_sigs(), _bbox_prepare,
                       _bbox_execute,
-                      summary="Bounding-box regression of rois by per-class deltas, clipped to the image"))
+                      summary="Bounding-box regression of rois by per-class deltas, clipped to the image",
+                      allows_zero_sized_input=True, aosp_source="GenerateProposalsExecution.cpp"))
 
 
 # --- BOX_WITH_NMS_LIMIT ---------------------------------------------------------------
@@ -360,7 +361,8 @@ def _nmslimit_execute(ctx: OpContext):
 register(OperationDef(OperationType.BOX_WITH_NMS_LIMIT, _nmslimit_sigs(), _nmslimit_prepare,
                       _nmslimit_execute,
                       summary="Per-class hard / linear / Gaussian NMS with score threshold and "
-                              "detection limit"))
+                              "detection limit",
+                      allows_zero_sized_input=True, aosp_source="GenerateProposalsExecution.cpp"))
 
 
 # --- GENERATE_PROPOSALS ----------------------------------------------------------------
@@ -447,7 +449,8 @@ def _proposal_execute(ctx: OpContext):
 
 register(OperationDef(OperationType.GENERATE_PROPOSALS, _proposal_sigs(), _proposal_prepare,
                       _proposal_execute,
-                      summary="Region proposals from anchors, box deltas and objectness scores"))
+                      summary="Region proposals from anchors, box deltas and objectness scores",
+                      aosp_source="GenerateProposalsExecution.cpp"))
 
 
 # --- DETECTION_POSTPROCESSING ----------------------------------------------------------
@@ -560,4 +563,5 @@ def _postprocess_execute(ctx: OpContext):
 
 register(OperationDef(OperationType.DETECTION_POSTPROCESSING, _postprocess_sigs(),
                       _postprocess_prepare, _postprocess_execute,
-                      summary="SSD box decoding with regular or fast NMS (fixed-size outputs)"))
+                      summary="SSD box decoding with regular or fast NMS (fixed-size outputs)",
+                      aosp_source="GenerateProposalsExecution.cpp"))

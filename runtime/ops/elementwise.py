@@ -223,7 +223,8 @@ for _op, _fn, _ifn, _levels in (
     register(OperationDef(_op, _binary_signatures(_levels), _binary_prepare,
                           int32_binary_execute(_ifn, binary_execute(_fn, 2)),
                           validate=_binary_validate,
-                          summary=f"{_op.name}(input0, input1) with broadcasting and fused activation"))
+                          summary=f"{_op.name}(input0, input1) with broadcasting and fused activation",
+                          allows_zero_sized_input=True, aosp_source="BroadcastExecution.cpp"))
 
 
 # --- unary: activations, FLOOR, DEQUANTIZE ------------------------------------------------
@@ -287,4 +288,8 @@ for _op, _fn, _sigs, _summary, _validate in (
         (OperationType.DEQUANTIZE, lambda x: x, _DEQUANTIZE_SIGS, "(q - zeroPoint) * scale",
          None)):
     register(OperationDef(_op, _sigs, _prepare, unary_execute(_fn, raw_types=()),
-                          validate=_validate, summary=_summary))
+                          validate=_validate, summary=_summary,
+                          allows_zero_sized_input=_op != OperationType.FLOOR,
+                          aosp_source={OperationType.FLOOR: "ElementwiseExecution.cpp",
+                                       OperationType.DEQUANTIZE: "DequantizeExecution.cpp"}.get(
+                                           _op, "ActivationExecution.cpp")))

@@ -94,4 +94,5 @@ def execute(ctx: OpContext):
 
 register(OperationDef(OperationType.FULLY_CONNECTED, SIGNATURES, prepare, execute,
                       validate=validate,
-                      summary="activation(input * weights' + bias), input flattened to 2-D"))
+                      summary="activation(input * weights' + bias), input flattened to 2-D",
+                      allows_zero_sized_input=True, aosp_source="FullyConnectedExecution.cpp"))

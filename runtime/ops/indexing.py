@@ -113,7 +113,8 @@ def _shuffle_execute(ctx: OpContext):
 _reg(OperationType.CHANNEL_SHUFFLE,
      _sigs([scalar("num_groups", T.INT32), scalar("axis", T.INT32)],
            types=(T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM), ranks=(1, 2, 3, 4)),
-     _shuffle_prepare, _shuffle_execute, "interleave the groups of channels along an axis")
+     _shuffle_prepare, _shuffle_execute, "interleave the groups of channels along an axis",
+     aosp_source="ChannelShuffleExecution.cpp")
 
 
 # --- EXPAND_DIMS --------------------------------------------------------------------------
@@ -132,7 +133,7 @@ def _expand_execute(ctx: OpContext):
 
 
 _reg(OperationType.EXPAND_DIMS, _sigs([scalar("axis", T.INT32)]), _expand_prepare,
-     _expand_execute, "insert a dimension of size 1")
+     _expand_execute, "insert a dimension of size 1", aosp_source="CpuExecutor.cpp")
 
 
 # --- GATHER -------------------------------------------------------------------------------
@@ -165,7 +166,8 @@ def _gather_execute(ctx: OpContext):
 
 _reg(OperationType.GATHER,
      _sigs([scalar("axis", T.INT32), tensor("indices", I32, None)]),
-     _gather_prepare, _gather_execute, "gather slices along an axis at the given indices")
+     _gather_prepare, _gather_execute, "gather slices along an axis at the given indices",
+     aosp_source="GatherExecution.cpp")
 
 
 # --- SLICE --------------------------------------------------------------------------------
@@ -198,7 +200,8 @@ def _slice_execute(ctx: OpContext):
 
 _reg(OperationType.SLICE,
      _sigs([tensor("begin", I32, (1,)), tensor("size", I32, (1,))]),
-     _slice_prepare, _slice_execute, "slice of a given size from a given position")
+     _slice_prepare, _slice_execute, "slice of a given size from a given position",
+     allows_zero_sized_input=True, aosp_source="SliceExecution.cpp")
 
 
 # --- SPLIT --------------------------------------------------------------------------------
@@ -230,7 +233,7 @@ def _split_execute(ctx: OpContext):
 
 _reg(OperationType.SPLIT, _sigs([scalar("axis", T.INT32), scalar("num_splits", T.INT32)]),
      _split_prepare, _split_execute, "split into equal parts along an axis",
-     variadic_outputs=True)
+     variadic_outputs=True, aosp_source="CpuExecutor.cpp")
 
 
 # --- TILE ---------------------------------------------------------------------------------
@@ -253,4 +256,4 @@ def _tile_execute(ctx: OpContext):
 
 
 _reg(OperationType.TILE, _sigs([tensor("multiples", I32, (1,))]), _tile_prepare, _tile_execute,
-     "repeat the input along every dimension")
+     "repeat the input along every dimension", aosp_source="CpuExecutor.cpp")

@@ -101,7 +101,8 @@ register(OperationDef(
                   scalar("layout", T.BOOL)], [tensor("output", t, (4,))])
           for t in (F32, F16)),
     _in_prepare, _in_execute,
-    summary="(x - mean) * gamma / sqrt(var + epsilon) + beta per batch and channel over H, W"))
+    summary="(x - mean) * gamma / sqrt(var + epsilon) + beta per batch and channel over H, W",
+    aosp_source="InstanceNormalizationExecution.cpp"))
 
 
 # --- LOG_SOFTMAX -------------------------------------------------------------------------
@@ -147,4 +148,5 @@ register(OperationDef(
                   scalar("axis", T.INT32)], [tensor("output", t, None)])
           for t in (F32, F16)),
     _ls_prepare, _ls_execute, validate=_ls_validate,
-    summary="x * beta - log(sum(exp(x * beta))) along an axis"))
+    summary="x * beta - log(sum(exp(x * beta))) along an axis",
+    aosp_source="LogSoftmaxExecution.cpp"))

@@ -193,7 +193,8 @@ register(OperationDef(
               [tensor("output", t, None)])
           for level, t in ((1, F32), (3, I32), (3, Q8), (4, F16), (4, Q8S))),
     _embedding_prepare, _embedding_execute,
-    summary="output[i] = values[lookups[i]] (slices of the first dimension)"))
+    summary="output[i] = values[lookups[i]] (slices of the first dimension)",
+    aosp_source="CpuExecutor.cpp"))
 
 
 # --- HASHTABLE_LOOKUP ----------------------------------------------------------------------
@@ -237,7 +238,8 @@ register(OperationDef(
                   tensor("values", t, None)],
               [tensor("output", t, None), tensor("hits", Q8, (1,))]) for t in (F32, I32, Q8)),
     _hashtable_prepare, _hashtable_execute,
-    summary="output[i] = values[j] where keys[j] == lookups[i], hits[i] = found"))
+    summary="output[i] = values[j] where keys[j] == lookups[i], hits[i] = found",
+    aosp_source="CpuExecutor.cpp"))
 
 
 # --- LSH_PROJECTION ------------------------------------------------------------------------
@@ -336,4 +338,5 @@ register(OperationDef(
     OperationType.LSH_PROJECTION,
     _lsh_signatures(),
     _lsh_prepare, _lsh_execute,
-    summary="locality-sensitive hash projection of input rows (farmhash Fingerprint64)"))
+    summary="locality-sensitive hash projection of input rows (farmhash Fingerprint64)",
+    allows_zero_sized_input=True, allows_omitted_operand=True, aosp_source="CpuExecutor.cpp"))

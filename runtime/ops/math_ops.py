@@ -90,7 +90,9 @@ for _op, _fn, _sigs, _summary in (
         (OperationType.SIN, unary_execute(np.sin), unary_sigs(3, (F16, F32), ANY), "sin(x)"),
         (OperationType.SQRT, unary_execute(np.sqrt), unary_sigs(3, (F16, F32), ANY),
          "sqrt(x)")):
-    register(OperationDef(_op, _sigs, _prepare_unary, _fn, summary=_summary))
+    register(OperationDef(_op, _sigs, _prepare_unary, _fn, summary=_summary,
+                          aosp_source="NegExecution.cpp" if _op == OperationType.NEG
+                          else "ElementwiseExecution.cpp"))
 
 
 def _binary_sigs(types, names=("input0", "input1"), fl4_types=(Q8S,)):
@@ -114,4 +116,6 @@ for _op, _fn, _sigs, _summary in (
          "min(input0, input1) with broadcasting"),
         (OperationType.PRELU, _prelu, _binary_sigs((F16, F32, Q8), ("input", "alpha")),
          "x if x >= 0 else alpha * x, alpha broadcast")):
-    register(OperationDef(_op, _sigs, _prepare_binary, binary_execute(_fn), summary=_summary))
+    register(OperationDef(_op, _sigs, _prepare_binary, binary_execute(_fn), summary=_summary,
+                          aosp_source="PReluExecution.cpp" if _op == OperationType.PRELU
+                          else "CpuExecutor.cpp"))

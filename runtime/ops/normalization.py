@@ -243,7 +243,8 @@ register(OperationDef(
         *_SOFTMAX_FL3, *_with_axis(_SOFTMAX_FL3), *_SOFTMAX_FL4, *_with_axis(_SOFTMAX_FL4, 4),
     ),
     _softmax_prepare, _softmax_execute, validate=_softmax_validate,
-    summary="exp((x - max) * beta) / sum(exp((x - max) * beta)) along an axis (default last)"))
+    summary="exp((x - max) * beta) / sum(exp((x - max) * beta)) along an axis (default last)",
+    allows_zero_sized_input=True, aosp_source="SoftmaxExecution.cpp"))
 
 
 # --- L2_NORMALIZATION ------------------------------------------------------------------
@@ -284,7 +285,8 @@ register(OperationDef(
     (sig(1, [tensor("input", F32, (4,))], [tensor("output", F32, (4,))]),
      *_L2_FL3, *_with_axis(_L2_FL3), *_L2_FL4, *_with_axis(_L2_FL4, 4)),
     _l2_prepare, _l2_execute, validate=_l2_validate,
-    summary="x / sqrt(sum x^2) along an axis (default the last)"))
+    summary="x / sqrt(sum x^2) along an axis (default the last)",
+    aosp_source="L2NormalizationExecution.cpp"))
 
 
 # --- LOCAL_RESPONSE_NORMALIZATION ------------------------------------------------------
@@ -339,4 +341,4 @@ register(OperationDef(
     (_lrn_sig(1, F32, (4,)), *_LRN_FL3, *_with_axis(_LRN_FL3)),
     _lrn_prepare, _lrn_execute, validate=_lrn_validate,
     summary="x / (bias + alpha * sum of squares within radius) ** beta along an axis "
-            "(default the last)"))
+            "(default the last)", aosp_source="LocalResponseNormalizationExecution.cpp"))

@@ -197,4 +197,5 @@ for _op, _reduce, _kind, _types, _summary in (
         (OperationType.MAX_POOL_2D, _max, "max", [(1, (F32, Q8)), (FL3, (F16,)), (4, (Q8S,))],
          "maximum of each 2-D window (NHWC or NCHW), fused activation")):
     register(OperationDef(_op, _signatures(_types), _prepare, _executor(_reduce, _kind),
-                          validate=_validate, summary=_summary))
+                          validate=_validate, summary=_summary, allows_zero_sized_input=True,
+                          aosp_source="PoolingExecution.cpp"))

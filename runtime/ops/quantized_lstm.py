@@ -215,7 +215,8 @@ register(OperationDef(
          [tensor(_NAMES[13], Q16, (2,)), tensor(_NAMES[14], Q8, (2,))],
          [tensor("cell_state_out", Q16, (2,)), tensor("output", Q8, (2,))]),),
     _prepare, _execute,
-    summary="one LSTM step, 8-bit activations and weights, 16-bit cell state"))
+    summary="one LSTM step, 8-bit activations and weights, 16-bit cell state",
+    aosp_source="CpuExecutor.cpp"))
 
 
 # === QUANTIZED_LSTM (NNAPI code 95, feature level 4) ==========================================
@@ -654,4 +655,5 @@ def _qlstm_execute(ctx: OpContext):
 register(OperationDef(
     OperationType.QUANTIZED_LSTM, _qlstm_sigs(), _qlstm_prepare, _qlstm_execute,
     summary="one LSTM step in integer arithmetic: int8 activations and weights, int16 cell "
-            "state, optional CIFG, peephole, projection and layer normalization"))
+            "state, optional CIFG, peephole, projection and layer normalization",
+    allows_omitted_operand=True, aosp_source="QLSTMExecution.cpp"))

@@ -156,7 +156,7 @@ register(OperationDef(
               [tensor("hidden_state_out", t, (2,)), tensor("output", t, (2,))])
           for level, t, _ in FLOAT_FORMS),
     _rnn_prepare, _rnn_execute, validate=_rnn_validate,
-    summary="h = activation(x W^T + h R^T + b), one basic RNN step"))
+    summary="h = activation(x W^T + h R^T + b), one basic RNN step", aosp_source="CpuExecutor.cpp"))
 
 
 # --- SVDF --------------------------------------------------------------------------------
@@ -217,7 +217,8 @@ register(OperationDef(
               [tensor("state_out", t, (2,)), tensor("output", t, (2,))])
           for level, t, _ in FLOAT_FORMS),
     _svdf_prepare, _svdf_execute, validate=_svdf_validate,
-    summary="singular value decomposition filter: feature filter, memory, time filter"))
+    summary="singular value decomposition filter: feature filter, memory, time filter",
+    allows_zero_sized_input=True, allows_omitted_operand=True, aosp_source="CpuExecutor.cpp"))
 
 
 # --- the LSTM cell (shared with the sequence operations) -------------------------------
@@ -521,4 +522,5 @@ register(OperationDef(
     OperationType.LSTM, _lstm_signatures(), _lstm_prepare, _lstm_execute,
     validate=lambda ctx: validate_lstm_params(ctx, 20, 21, 22),
     summary="one LSTM step with optional CIFG, peephole, projection and layer "
-            "normalization (23 or 27 inputs)"))
+            "normalization (23 or 27 inputs)",
+    allows_zero_sized_input=True, allows_omitted_operand=True, aosp_source="CpuExecutor.cpp"))

@@ -87,7 +87,7 @@ register(OperationDef(
                       scalar("keep_dims", T.INT32)], [tensor("output", t)])
           for level, t in ((2, F32), (2, Q8), (3, F16), (4, T.TENSOR_QUANT8_ASYMM_SIGNED))),
     _prepare, _mean, validate=_validate,
-    summary="mean over the given dimensions, optionally keeping them"))
+    summary="mean over the given dimensions, optionally keeping them", aosp_source="CpuExecutor.cpp"))
 
 
 # --- REDUCE_* (FL3) ----------------------------------------------------------------------
@@ -138,4 +138,4 @@ for _op, _types, _fl4, _reduce, _summary in (
         (OperationType.REDUCE_PROD, (F16, F32), (), _prod, "product over dimensions"),
         (OperationType.REDUCE_SUM, (F16, F32), (), _sum, "sum over dimensions")):
     register(OperationDef(_op, _reduce_sigs(_types, _fl4), _prepare, _kernel(_reduce),
-                          validate=_validate, summary=_summary))
+                          validate=_validate, summary=_summary, aosp_source="ReduceExecution.cpp"))

@@ -243,9 +243,11 @@ def _nearest_execute(ctx: OpContext):
 register(OperationDef(
     OperationType.RESIZE_BILINEAR, _signatures(bilinear=True), _prepare, _bilinear_execute,
     validate=_validate,
-    summary="bilinear resize of NHWC/NCHW images to a size or by scales"))
+    summary="bilinear resize of NHWC/NCHW images to a size or by scales",
+    allows_zero_sized_input=True, aosp_source="ResizeImageOpsExecution.cpp"))
 
 register(OperationDef(
     OperationType.RESIZE_NEAREST_NEIGHBOR, _signatures(bilinear=False), _prepare,
     _nearest_execute, validate=_validate,
-    summary="nearest-neighbour resize of NHWC/NCHW images to a size or by scales"))
+    summary="nearest-neighbour resize of NHWC/NCHW images to a size or by scales",
+    allows_zero_sized_input=True, aosp_source="ResizeImageOpsExecution.cpp"))

@@ -183,7 +183,8 @@ def _align_execute(ctx: OpContext):
 
 
 register(OperationDef(OperationType.ROI_ALIGN, _roi_sigs(True), _align_prepare, _align_execute,
-                      summary="Bilinear region-of-interest align (average of samples per bin)"))
+                      summary="Bilinear region-of-interest align (average of samples per bin)",
+                      allows_zero_sized_input=True, aosp_source="RoiAlignExecution.cpp"))
 
 
 # --- ROI_POOLING -----------------------------------------------------------------------
@@ -244,7 +245,7 @@ def _pool_execute(ctx: OpContext):
 
 register(OperationDef(OperationType.ROI_POOLING, _roi_sigs(False), _pool_prepare, _pool_execute,
                       validate=_pool_validate,
-                      summary="Region-of-interest max pooling"))
+                      summary="Region-of-interest max pooling", aosp_source="RoiPoolingExecution.cpp"))
 
 
 # --- HEATMAP_MAX_KEYPOINT --------------------------------------------------------------
@@ -321,4 +322,5 @@ def _heatmap_execute(ctx: OpContext):
 
 register(OperationDef(OperationType.HEATMAP_MAX_KEYPOINT, _heatmap_sigs(), _heatmap_prepare,
                       _heatmap_execute,
-                      summary="Keypoint location and score from heatmaps (quadratic refinement)"))
+                      summary="Keypoint location and score from heatmaps (quadratic refinement)",
+                      aosp_source="HeatmapMaxKeypointExecution.cpp"))

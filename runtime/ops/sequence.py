@@ -222,7 +222,8 @@ register(OperationDef(
     for level, outs in ((3, [tensor("output", t, (3,))]),
                         (4, [tensor("output", t, (3,)), tensor("hidden_state_out", t, (2,))]))),
     _urnn_prepare, _urnn_execute, validate=_rnn_validate(5, 6),
-    summary="basic RNN unrolled over a sequence (time- or batch-major)"))
+    summary="basic RNN unrolled over a sequence (time- or batch-major)",
+    aosp_source="UnidirectionalSequenceRNNExecution.cpp"))
 
 
 # --- BIDIRECTIONAL_SEQUENCE_RNN ----------------------------------------------------------
@@ -296,7 +297,8 @@ register(OperationDef(
     OperationType.BIDIRECTIONAL_SEQUENCE_RNN, _brnn_signatures(), _brnn_prepare, _brnn_execute,
     validate=_rnn_validate(12),
     summary="forward and backward basic RNNs over a sequence, optional aux input, merged "
-            "or separate outputs"))
+            "or separate outputs",
+    allows_omitted_operand=True, aosp_source="BidirectionalSequenceRNNExecution.cpp"))
 
 
 # --- UNIDIRECTIONAL_SEQUENCE_LSTM --------------------------------------------------------
@@ -360,7 +362,8 @@ register(OperationDef(
     _ulstm_prepare, _ulstm_execute,
     validate=lambda ctx: validate_lstm_params(ctx, 20, 21, 22),
     summary="LSTM unrolled over a sequence, optional CIFG, peephole, projection and layer "
-            "normalization"))
+            "normalization",
+    allows_omitted_operand=True, aosp_source="UnidirectionalSequenceLSTMExecution.cpp"))
 
 
 # --- BIDIRECTIONAL_SEQUENCE_LSTM ---------------------------------------------------------
@@ -442,4 +445,5 @@ register(OperationDef(
     OperationType.BIDIRECTIONAL_SEQUENCE_LSTM, _blstm_signatures(), _blstm_prepare,
     _blstm_execute, validate=lambda ctx: validate_lstm_params(ctx, 48, 49, 50),
     summary="forward and backward LSTMs over a sequence, optional aux input, merged or "
-            "separate outputs"))
+            "separate outputs",
+    allows_zero_sized_input=True, allows_omitted_operand=True, aosp_source="CpuExecutor.cpp"))

@@ -181,8 +181,8 @@ def _reshaping(prepare):
     return execute
 
 
-def _reg(op, sigs, prepare, execute, summary, validate=_same_quant):
-    register(OperationDef(op, sigs, prepare, execute, validate=validate, summary=summary))
+def _reg(op, sigs, prepare, execute, summary, validate=_same_quant, **kw):
+    register(OperationDef(op, sigs, prepare, execute, validate=validate, summary=summary, **kw))
 
 
 # --- CONCATENATION (FL1) -----------------------------------------------------------------
@@ -222,7 +222,8 @@ register(OperationDef(
     tuple(sig(lv, [tensor("input0..n-1", t), scalar("axis", T.INT32)], [tensor("output", t)])
           for lv, t in _levels(1)),
     _concat_prepare, _concat_execute, validate=_fl2_quant_rules,
-    summary="concatenate n >= 1 tensors along axis", variadic=True))
+    summary="concatenate n >= 1 tensors along axis", variadic=True,
+    allows_zero_sized_input=True, nonnegative_axis=True, aosp_source="ConcatenationExecution.cpp"))
 
 
 # --- RESHAPE (FL1) -------------------------------------------------------------------
@@ -252,7 +253,8 @@ _reg(OperationType.RESHAPE,
      + (sig(RESHAPE_INT32_LEVEL, [tensor("input", I32), tensor("shape", I32, (1,))],
             [tensor("output", I32)]),),
      _reshape_prepare,
-     _reshaping(_reshape_prepare), "same values in the shape given by input 1 (-1 inferred)")
+     _reshaping(_reshape_prepare), "same values in the shape given by input 1 (-1 inferred)",
+     aosp_source="CpuExecutor.cpp")
 
 
 # --- DEPTH_TO_SPACE, SPACE_TO_DEPTH (FL1; NCHW flag FL3) ------------------------------------
@@ -317,9 +319,11 @@ def _s2d(ctx: OpContext, x: np.ndarray) -> np.ndarray:
 
 _BLOCK = [scalar("block_size", T.INT32)]
 _reg(OperationType.DEPTH_TO_SPACE, _sigs(1, _BLOCK, (4,), layout=True), _d2s_prepare,
-     _nhwc_kernel(_d2s), "move depth blocks of block_size^2 into spatial blocks (NHWC or NCHW)")
+     _nhwc_kernel(_d2s), "move depth blocks of block_size^2 into spatial blocks (NHWC or NCHW)",
+     aosp_source="CpuExecutor.cpp")
 _reg(OperationType.SPACE_TO_DEPTH, _sigs(1, _BLOCK, (4,), layout=True), _s2d_prepare,
-     _nhwc_kernel(_s2d), "move spatial blocks of block_size x block_size into depth (NHWC or NCHW)")
+     _nhwc_kernel(_s2d), "move spatial blocks of block_size x block_size into depth (NHWC or NCHW)",
+     aosp_source="CpuExecutor.cpp")
 
 
 # --- BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND (FL2; NCHW flag FL3) -------------------------------
@@ -371,12 +375,13 @@ def _s2b(ctx: OpContext, x: np.ndarray) -> np.ndarray:
 
 _reg(OperationType.BATCH_TO_SPACE_ND,
      _sigs(2, [tensor("block_shape", I32, (1,))], (4,), layout=True),
-     _b2s_prepare, _nhwc_kernel(_b2s), "move batch blocks back into the spatial grid (NHWC or NCHW)")
+     _b2s_prepare, _nhwc_kernel(_b2s), "move batch blocks back into the spatial grid (NHWC or NCHW)",
+     aosp_source="CpuExecutor.cpp")
 _reg(OperationType.SPACE_TO_BATCH_ND,
      _sigs(2, [tensor("block_shape", I32, (1,)), tensor("paddings", I32, (2,))], (4,),
            layout=True),
      _s2b_prepare, _nhwc_kernel(_s2b),
-     "pad with logical zero, then move spatial blocks into batch (NHWC or NCHW)")
+     "pad with logical zero, then move spatial blocks into batch (NHWC or NCHW)", aosp_source="CpuExecutor.cpp")
 
 
 # --- PAD (FL2) -------------------------------------------------------------------------
@@ -398,7 +403,7 @@ def _pad_execute(ctx: OpContext):
 
 
 _reg(OperationType.PAD, _sigs(2, [tensor("paddings", I32, (2,))]), _pad_prepare, _pad_execute,
-     "pad every dimension with zeros")
+     "pad every dimension with zeros", aosp_source="CpuExecutor.cpp")
 
 
 # --- PAD_V2 (FL3) -----------------------------------------------------------------------
@@ -442,7 +447,7 @@ register(OperationDef(
                    scalar("pad_value", _PAD_VALUE_TYPE[t])], [tensor("output", t)])
           for lv, t in ((3, F32), (3, F16), (3, Q8), (SIGNED_LEVEL, Q8S))),
     _pad_v2_prepare, _pad_v2_execute, validate=_same_quant,
-    summary="pad every dimension with a given value"))
+    summary="pad every dimension with a given value", aosp_source="CpuExecutor.cpp"))
 
 
 # --- SQUEEZE (FL2) -------------------------------------------------------------------
@@ -468,7 +473,8 @@ def _squeeze_prepare(ctx: OpContext):
 
 
 _reg(OperationType.SQUEEZE, _sigs(2, [tensor("squeeze_dims", I32, (1,), optional=True)]),
-     _squeeze_prepare, _reshaping(_squeeze_prepare), "remove dimensions of size 1")
+     _squeeze_prepare, _reshaping(_squeeze_prepare), "remove dimensions of size 1",
+     allows_omitted_operand=True, aosp_source="SqueezeExecution.cpp")
 
 
 # --- STRIDED_SLICE (FL2) -------------------------------------------------------------
@@ -525,7 +531,8 @@ def _strided_slice_execute(ctx: OpContext):
 _reg(OperationType.STRIDED_SLICE,
      _sigs(2, [tensor(n, I32, (1,)) for n in ("begin", "end", "strides")]
            + [scalar(n, T.INT32) for n in ("begin_mask", "end_mask", "shrink_axis_mask")]),
-     _strided_slice_prepare, _strided_slice_execute, "slice with begin/end/strides and masks")
+     _strided_slice_prepare, _strided_slice_execute, "slice with begin/end/strides and masks",
+     aosp_source="StridedSliceExecution.cpp")
 
 
 # --- TRANSPOSE (FL2) -----------------------------------------------------------------
@@ -555,4 +562,5 @@ def _transpose_execute(ctx: OpContext):
 
 _reg(OperationType.TRANSPOSE, _sigs(2, [tensor("perm", I32, (1,), optional=True)]),
      _transpose_prepare, _transpose_execute,
-     "permute dimensions (reverse them when perm is omitted)")
+     "permute dimensions (reverse them when perm is omitted)",
+     allows_zero_sized_input=True, allows_omitted_operand=True, aosp_source="TransposeExecution.cpp")

@@ -108,7 +108,7 @@ register(OperationDef(
     tuple(sig(FILL_LEVEL, [tensor("dims", I32, (1,)), scalar("value", v)],
               [tensor("output", t, None)]) for t, v in _FILL_VALUE_TYPE.items()),
     _fill_prepare, _fill_execute,
-    summary="tensor of a given shape filled with a scalar value"))
+    summary="tensor of a given shape filled with a scalar value", aosp_source="FillExecution.cpp"))
 
 
 # --- RANK (FL4) -----------------------------------------------------------------------------
@@ -133,7 +133,8 @@ register(OperationDef(
     OperationType.RANK,
     tuple(sig(RANK_LEVEL, [tensor("input", t, None)], [scalar("rank", T.INT32)])
           for t in RANK_TYPES),
-    _rank_prepare, _rank_execute, summary="number of dimensions of a tensor (INT32 scalar)"))
+    _rank_prepare, _rank_execute, summary="number of dimensions of a tensor (INT32 scalar)",
+    aosp_source="RankExecution.cpp"))
 
 
 # --- PACK (FL6) -----------------------------------------------------------------------------
@@ -182,7 +183,7 @@ register(OperationDef(
               [tensor("output", t, None)]) for t in MOVE_TYPES),
     _pack_prepare, _pack_execute, validate=_pack_validate,
     summary="stack n >= 1 tensors of equal shape along a new axis",
-    variadic=True, variadic_index=1))
+    variadic=True, variadic_index=1, nonnegative_axis=True, aosp_source="PackExecution.cpp"))
 
 
 # --- MIRROR_PAD (FL7) -----------------------------------------------------------------------
@@ -240,7 +241,8 @@ register(OperationDef(
                                  scalar("mode", T.INT32)], [tensor("output", t, None)])
           for t in MOVE_TYPES),
     _mirror_pad_prepare, _mirror_pad_execute, validate=_mirror_pad_validate,
-    summary="pad every dimension with mirrored values (REFLECT or SYMMETRIC)"))
+    summary="pad every dimension with mirrored values (REFLECT or SYMMETRIC)",
+    aosp_source="MirrorPadExecution.cpp"))
 
 
 # --- REVERSE (FL7) --------------------------------------------------------------------------
@@ -273,4 +275,5 @@ register(OperationDef(
     tuple(sig(REVERSE_LEVEL, [tensor("input", t, _REVERSE_RANKS), tensor("axis", I32, (1,))],
               [tensor("output", t, _REVERSE_RANKS)]) for t in MOVE_TYPES),
     _reverse_prepare, _reverse_execute, validate=_same_quant,
-    summary="reverse a tensor along one dimension"))
+    summary="reverse a tensor along one dimension", nonnegative_axis=True,
+    aosp_source="ReverseExecution.cpp"))

@@ -190,4 +190,5 @@ def execute(ctx: OpContext):
 register(OperationDef(OperationType.TRANSPOSE_CONV_2D, _signatures(), prepare, execute,
                       validate=validate,
                       summary="transposed 2-D convolution (NHWC or NCHW) with bias and fused "
-                              "activation; explicit padding or an output shape"))
+                              "activation; explicit padding or an output shape",
+                      allows_zero_sized_input=True, aosp_source="TransposeConv2DExecution.cpp"))
