@@ -116,6 +116,90 @@ def test_impossible_cell_cites_the_rule():
     assert "activation=TANH" not in conv
 
 
+def _op_model(name: str, version: str, op: O, ins: list, outs: list) -> tm.TestModel:
+    """One ``op`` over main-subgraph inputs ``ins`` and outputs ``outs``, each ``(type, dims,
+    data)`` (float32 data; data None leaves an input with no example value)."""
+    def operand(t, dims, life, data):
+        v = None if data is None else np.asarray(data, np.float32).reshape(dims)
+        return tm.TestOperand(t, list(dims), 0.0, 0, life, int(life != L.SUBGRAPH_OUTPUT), False,
+                              None, v)
+    operands = [operand(t, d, L.SUBGRAPH_INPUT, v) for t, d, v in ins]
+    operands += [operand(t, d, L.SUBGRAPH_OUTPUT, v) for t, d, v in outs]
+    n = len(ins)
+    sg = tm.TestSubgraph(operands, [tm.TestOperation(op, list(range(n)), list(range(n, len(operands))))],
+                         list(range(n)), list(range(n, len(operands))))
+    return tm.TestModel(name, "perm_cov", version, version, False, False, 0.0, sg)
+
+
+@pytest.fixture(scope="module")
+def zero_sized(tmp_path_factory):
+    """A corpus root with RELU and FLOOR on a zero-sized [0, 2] input (AOSP registers RELU with
+    allowZeroSizedInput, FLOOR without)."""
+    root = tmp_path_factory.mktemp("zs")
+    empty = (T.TENSOR_FLOAT32, (0, 2), np.zeros((0, 2)))
+    write_document(root / "V1_2" / "perm_cov.json.gz", "perm_cov", "V1_2",
+                   [model_json(_op_model(f"{op.name.lower()}_zero", "V1_2", op, [empty], [empty]))
+                    for op in (O.RELU, O.FLOOR)], "tests/test_coverage.py")
+    return report.matrix(scan.scan([root]), [root], [O.RELU, O.FLOOR, O.ROI_POOLING, O.RESHAPE])
+
+
+def test_zero_sized_cell_is_impossible_where_aosp_forbids_it(zero_sized):
+    relu, floor = _cells(zero_sized, "RELU"), _cells(zero_sized, "FLOOR")
+    assert relu["zero-sized"]["status"] == "corpus" and relu["zero-sized"]["rule"] is None
+    assert floor["zero-sized"]["status"] == "impossible"
+    assert floor["zero-sized"]["rule"] == (
+        "AOSP registers FLOOR without allowZeroSizedInput (common/operations/ElementwiseExecution.cpp); "
+        "CpuExecutor's checkNoZeroSizedInput rejects a zero-sized input")
+    assert "AOSP registers ROI_POOLING without allowZeroSizedInput" in \
+        _cells(zero_sized, "ROI_POOLING")["zero-sized"]["rule"]
+    assert _cells(zero_sized, "RESHAPE")["zero-sized"]["rule"] == (
+        "AOSP's CPU executor runs RESHAPE itself (common/CpuExecutor.cpp) through "
+        "allParametersPresent, which rejects a zero-sized input")
+
+
+def test_zero_sized_cell_stays_a_cell_where_aosp_allows_it():
+    ops = [O.CONV_2D, O.ROI_ALIGN, O.CONCATENATION, O.TRANSPOSE, O.LSTM, O.IF]
+    doc = report.matrix(scan.Hits(), [], ops)
+    for op in ops:
+        assert _cells(doc, op.name)["zero-sized"]["status"] == "empty", op
+
+
+def test_omitted_cell_is_impossible_only_where_no_row_lacks_the_slot():
+    """BATCH_MATMUL (no allowOmittedOperand, adj_x in its only row): impossible; CONV_2D's layout
+    (rows without it) and SQUEEZE (allowOmittedOperand) stay cells."""
+    doc = report.matrix(scan.Hits(), [], [O.BATCH_MATMUL, O.CONV_2D, O.SQUEEZE, O.SVDF])
+    bmm = _cells(doc, "BATCH_MATMUL")
+    for k in ("adj_x", "adj_y"):
+        assert bmm[f"{k} omitted"]["status"] == "impossible"
+        assert bmm[f"{k} omitted"]["rule"] == (
+            "AOSP registers BATCH_MATMUL without allowOmittedOperand (common/operations/"
+            "BatchMatmulExecution.cpp); CpuExecutor's checkNoOmittedOperand rejects an omitted "
+            f"(NO_VALUE) operand; every signature has {k}")
+        assert bmm[f"{k} given"]["status"] == "empty"
+    assert _cells(doc, "CONV_2D")["layout omitted"]["status"] == "empty"
+    assert _cells(doc, "SQUEEZE")["squeeze_dims omitted"]["status"] == "empty"
+    assert _cells(doc, "SVDF")["bias omitted"]["status"] == "empty"
+
+
+def test_negative_axis_is_impossible_where_aosp_checks_axis_nonnegative():
+    doc = report.matrix(scan.Hits(), [], [O.CONCATENATION, O.PACK, O.REVERSE, O.GATHER, O.MEAN])
+    for op, src in ((O.CONCATENATION, "ConcatenationExecution.cpp"), (O.PACK, "PackExecution.cpp"),
+                    (O.REVERSE, "ReverseExecution.cpp")):
+        cell = _cells(doc, op.name)["axis=negative"]
+        assert cell["status"] == "impossible"
+        assert cell["rule"] == f"AOSP {op.name} requires axis >= 0 (common/operations/{src}: prepare checks axis >= 0)"
+        assert _cells(doc, op.name)["axis=positive"]["status"] == "empty"
+    assert _cells(doc, "GATHER")["axis=negative"]["status"] == "empty"
+    assert _cells(doc, "MEAN")["axis=negative"]["status"] == "empty"
+
+
+def test_every_operation_names_its_aosp_source():
+    from runtime import ops
+    assert len(ops.REGISTRY) == 106
+    for op, d in ops.REGISTRY.items():
+        assert d.aosp_source == "CpuExecutor.cpp" or re.fullmatch(r"\w+Execution\.cpp", d.aosp_source), op
+
+
 def test_no_quant_cells_without_a_quantized_signature():
     doc = report.matrix(scan.Hits(), [], [O.FLOOR, O.ADD])
     assert not [c for c in doc["operations"]["FLOOR"]["cells"] if c["axis"] == "quant"]
@@ -170,6 +254,21 @@ def test_vendored_corpus_leaves_conv_relu1_relu6_empty(corpus_only):
         assert cells["activation=RELU1"]["status"] == "empty"
         assert cells["activation=RELU6"]["status"] == "empty"
         assert cells["activation=NONE"]["status"] == "corpus"
+
+
+def test_vendored_impossible_cells(vendored):
+    """AOSP's permissions: 72 operations reject zero-sized inputs, BATCH_MATMUL's flags can't be
+    omitted, CONCATENATION / PACK / REVERSE take no negative axis; no corpus model or spec
+    covers a cell marked impossible (the table's AOSP facts agree with the corpus)."""
+    cells = [(name, c) for name, o in vendored["operations"].items() for c in o["cells"]]
+    impossible = [(name, c["key"]) for name, c in cells if c["status"] == "impossible"]
+    assert sum(k == "zero-sized" for _, k in impossible) == 72
+    assert {(n, k) for n, k in impossible if k.endswith(" omitted")} == \
+        {("BATCH_MATMUL", "adj_x omitted"), ("BATCH_MATMUL", "adj_y omitted")}
+    assert {n for n, k in impossible if k == "axis=negative"} == {"CONCATENATION", "PACK", "REVERSE"}
+    assert not [(n, c["key"]) for n, c in cells if c["rule"] and (c["corpus"] or c["specs"])]
+    conv = _cells(vendored, "CONV_2D")
+    assert conv["zero-sized"]["status"] == "corpus"  # AOSP's zero-sized CONV_2D models
 
 
 def test_instance_normalization_is_covered_only_by_specs(vendored):

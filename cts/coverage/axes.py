@@ -10,7 +10,9 @@ Axes (issue 9), every cell named ``<axis>`` / ``key`` (unique within the operati
   (:data:`DOMAINS`; any other BOOL scalar: false/true). Key ``<arg>=<label>``. A constant
   operand's value covers its cell; an omitted or non-constant one covers none. A value the
   operation's own ``validate`` rejects in every signature that has the slot is
-  "impossible", the rule cited is the table's error message.
+  "impossible", the rule cited is the table's error message. A negative axis is impossible
+  for an operation that declares ``nonnegative_axis`` (AOSP checks ``axis >= 0``:
+  CONCATENATION, PACK, REVERSE).
 - ``quant``: per quantized tensor type in the operation's signatures: zero point 0 / mid
   (strictly between the type's min and max, not 0) / extreme (the type's min or max, other
   than 0) for asymmetric types; scale < 1 / scale > 1 for every quantized type (per-channel:
@@ -21,9 +23,14 @@ Axes (issue 9), every cell named ``<axis>`` / ``key`` (unique within the operati
   square / non-square weight matrices (:data:`WEIGHT_ARGS`).
 - ``optional``: each optional slot omitted / given (a slot absent from the matched row of
   an operation that has it elsewhere counts as omitted); one ``zero-sized input`` cell for
-  every operation (the table does not say which operations accept zero-sized tensors, so
-  none is marked impossible): covered when an input's declared dimensions hold a 0 next to
-  a known (non-zero) dimension, the way AOSP declares zero-sized temporaries.
+  every operation: covered when an input's declared dimensions hold a 0 next to a known
+  (non-zero) dimension, the way AOSP declares zero-sized temporaries. The table's AOSP facts
+  (:class:`~runtime.ops.base.OperationDef` ``allows_zero_sized_input``,
+  ``allows_omitted_operand``, ``aosp_source``) rule cells out: the zero-sized cell of an
+  operation AOSP's CPU executor rejects zero-sized inputs for, and "omitted" of a slot that
+  every row has when the executor rejects omitted (NO_VALUE) operands; the rule cites the
+  AOSP check and file. An operation with no ``aosp_source`` has no such rule: its cells stay
+  cells.
 
 Shapes are the declared dimensions (0 = unknown, never counted as a size).
 """
@@ -145,6 +152,34 @@ def _rejects(opdef: OperationDef, s: Signature, slot: int, value, baseline) -> s
     return run(value) if not run(baseline) else ""
 
 
+_AOSP_CHECKS = {
+    "zero-sized": ("allowZeroSizedInput", "checkNoZeroSizedInput", "a zero-sized input"),
+    "omitted": ("allowOmittedOperand", "checkNoOmittedOperand", "an omitted (NO_VALUE) operand"),
+}
+
+
+def aosp_rule(opdef: OperationDef, kind: str) -> str:
+    """Why AOSP's CPU executor rejects ``kind`` ("zero-sized" or "omitted") for ``opdef``, or
+    "" when the table says it allows it (or names no AOSP source to cite)."""
+    allowed = opdef.allows_zero_sized_input if kind == "zero-sized" else opdef.allows_omitted_operand
+    if allowed or not opdef.aosp_source:
+        return ""
+    flag, check, what = _AOSP_CHECKS[kind]
+    name = opdef.type.name
+    if opdef.aosp_source == "CpuExecutor.cpp":
+        return (f"AOSP's CPU executor runs {name} itself (common/CpuExecutor.cpp) through "
+                f"allParametersPresent, which rejects {what}")
+    return (f"AOSP registers {name} without {flag} (common/operations/{opdef.aosp_source}); "
+            f"CpuExecutor's {check} rejects {what}")
+
+
+def _axis_rule(opdef: OperationDef) -> str:
+    if not opdef.nonnegative_axis:
+        return ""
+    src = f"common/operations/{opdef.aosp_source}" if opdef.aosp_source else "AOSP"
+    return f"AOSP {opdef.type.name} requires axis >= 0 ({src}: prepare checks axis >= 0)"
+
+
 def _enum_cells(opdef: OperationDef) -> list[Cell]:
     found: dict[str, list[tuple[Signature, int, Arg]]] = {}
     for s in opdef.signatures:
@@ -156,9 +191,10 @@ def _enum_cells(opdef: OperationDef) -> list[Cell]:
         dom = domain(uses[0][2])
         for label, value in dom:
             rules = [_rejects(opdef, s, i, value, dom[0][1]) for s, i, _ in uses]
-            rule = rules[0] if all(rules) else ""
-            cells.append(Cell("enum", f"{name}={label}", f"{name} = {label}",
-                              f"{opdef.type.name} validation: {rule}" if rule else ""))
+            rule = f"{opdef.type.name} validation: {rules[0]}" if all(rules) else ""
+            if not rule and dom is _AXIS_DOMAIN and label == "negative":
+                rule = _axis_rule(opdef)
+            cells.append(Cell("enum", f"{name}={label}", f"{name} = {label}", rule))
         checked = [(s, i) for s, i, _ in uses if _rejects(opdef, s, i, _ABSURD, dom[0][1])]
         cells += [Cell("enum", f"{name}={label}", f"{name} = {label}")
                   for label, value in EXTRA_VALUES.get(name, ())
@@ -201,8 +237,14 @@ def cells_for(op_type: OperationType) -> tuple[Cell, ...]:
         cells += [Cell("shape", f"weights:{k}", f"{k} weights ({WEIGHT_ARGS[op_type]})")
                   for k in ("square", "non-square")]
     optional = list(dict.fromkeys(a.name for a in _args(opdef) if a.optional))
-    cells += [Cell("optional", f"{n} {k}", f"{n} {k}") for n in optional for k in ("omitted", "given")]
-    cells.append(Cell("optional", "zero-sized", "zero-sized input"))
+    omit_rule = aosp_rule(opdef, "omitted")
+    for n in optional:
+        # a row without the slot omits it by operand count, which AOSP's check allows
+        everywhere = all(any(a.name == n for a in s.inputs) for s in opdef.signatures)
+        rule = f"{omit_rule}; every signature has {n}" if omit_rule and everywhere else ""
+        cells += [Cell("optional", f"{n} omitted", f"{n} omitted", rule),
+                  Cell("optional", f"{n} given", f"{n} given")]
+    cells.append(Cell("optional", "zero-sized", "zero-sized input", aosp_rule(opdef, "zero-sized")))
     return tuple(cells)
 
 
