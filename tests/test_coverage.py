@@ -193,6 +193,19 @@ def test_negative_axis_is_impossible_where_aosp_checks_axis_nonnegative():
     assert _cells(doc, "MEAN")["axis=negative"]["status"] == "empty"
 
 
+def test_main_input_without_example_value_counts_as_omitted(tmp_path):
+    """A main-subgraph input with no example data is passed with no value (AOSP's CIFG LSTM
+    tests omit weights so): it covers "omitted", not "given"."""
+    model = _op_model("squeeze_omitted", "V1_1", O.SQUEEZE,
+                      [(T.TENSOR_FLOAT32, (1, 2), np.zeros((1, 2))), (T.TENSOR_INT32, (0,), None)],
+                      [(T.TENSOR_FLOAT32, (2,), np.zeros(2))])
+    write_document(tmp_path / "V1_1" / "perm_cov.json.gz", "perm_cov", "V1_1", [model_json(model)],
+                   "tests/test_coverage.py")
+    cells = _cells(report.matrix(scan.scan([tmp_path]), [tmp_path], [O.SQUEEZE]), "SQUEEZE")
+    assert cells["squeeze_dims omitted"]["status"] == "corpus"
+    assert cells["squeeze_dims given"]["status"] == "empty"
+
+
 def test_every_operation_names_its_aosp_source():
     from runtime import ops
     assert len(ops.REGISTRY) == 106
@@ -269,6 +282,8 @@ def test_vendored_impossible_cells(vendored):
     assert not [(n, c["key"]) for n, c in cells if c["rule"] and (c["corpus"] or c["specs"])]
     conv = _cells(vendored, "CONV_2D")
     assert conv["zero-sized"]["status"] == "corpus"  # AOSP's zero-sized CONV_2D models
+    # AOSP's CIFG LSTM models pass the input gate's weights with no value
+    assert _cells(vendored, "LSTM")["input_to_input_weights omitted"]["corpus"] > 0
 
 
 def test_instance_normalization_is_covered_only_by_specs(vendored):

@@ -3,7 +3,9 @@
 Every operation of every subgraph of a test model (main and the referenced subgraphs of
 IF/WHILE models) is matched against the operation table like the validator does
 (``runtime/hal/validate.py``: one :class:`OperandView` per operand; constants carry their
-values, ``NO_VALUE`` operands are omitted) and covers the cells :func:`axes.covered` names.
+values; ``NO_VALUE`` operands and main-subgraph inputs with no example data, which the
+harness passes with no value as AOSP's does, are omitted) and covers the cells
+:func:`axes.covered` names.
 A model whose version directory is ``SPECS`` (our own specs, ``cts/specs/built``) counts as
 "specs", any other as "corpus".
 """
@@ -45,7 +47,7 @@ class Hits:
         self.example[(op, key)].setdefault(source, test_id)
 
 
-def _views(sg: TestSubgraph, idxs: list[int]) -> list[OperandView]:
+def _views(sg: TestSubgraph, idxs: list[int], main: bool = False) -> list[OperandView]:
     out = []
     for i in idxs:
         o = sg.operands[i]
@@ -54,7 +56,9 @@ def _views(sg: TestSubgraph, idxs: list[int]) -> list[OperandView]:
             cq = (np.asarray(o.channel_quant[0], np.float32), o.channel_quant[1])
         out.append(OperandView(o.type, tuple(o.dimensions), o.scale, o.zero_point,
                                o.data if o.lifetime in _CONSTANT else None,
-                               o.lifetime == L.NO_VALUE, cq))
+                               o.lifetime == L.NO_VALUE
+                               or (main and o.lifetime == L.SUBGRAPH_INPUT and o.data is None),
+                               cq))
     return out
 
 
@@ -64,7 +68,8 @@ def scan_model(tm: TestModel, hits: Hits) -> None:
     hits.models[source] += 1
     for sg in (tm.main, *tm.referenced):
         for op in sg.operations:
-            for key in axes.covered(op.type, _views(sg, op.inputs), _views(sg, op.outputs)):
+            ins = _views(sg, op.inputs, sg is tm.main)
+            for key in axes.covered(op.type, ins, _views(sg, op.outputs)):
                 hits.add(op.type, key, source, tm.test_id)
 
 
