@@ -1,4 +1,5 @@
-"""SOFTMAX (NNAPI code 25), LOG_SOFTMAX (90, FL3) and L2_NORMALIZATION (11): the
+"""SOFTMAX (NNAPI code 25), LOG_SOFTMAX (90, FL3), L2_NORMALIZATION (11) and
+LOCAL_RESPONSE_NORMALIZATION (13): the
 TENSOR_QUANT8_ASYMM_SIGNED SOFTMAX rows, quantization regimes of the input (zero point 0 /
 mid / extreme, scale < 1 / > 1) and batch > 1 the AOSP corpus leaves empty
 (``nncts coverage``).
@@ -11,6 +12,9 @@ LOG_SOFTMAX: input 0, beta, axis: out = beta * x - log(sum exp(beta * x)) along 
 L2_NORMALIZATION: input 0, optional axis (FL3, default -1): out = x / sqrt(sum x^2) along
 the axis; a TENSOR_QUANT8_ASYMM output has scale 1/128 and zero point 128, a
 TENSOR_QUANT8_ASYMM_SIGNED one scale 1/128 and zero point 0.
+LOCAL_RESPONSE_NORMALIZATION: input 0, radius, bias, alpha, beta, optional axis (FL3, default
+-1): sqr_sum[c] = sum of x[j]^2 for j in [c - radius, c + radius] within the axis, out = x /
+(bias + alpha * sqr_sum) ^ beta (here on a non-last axis, and in float16).
 
 Golden: the numpy formulas above (:data:`FORMULAS`), on the dequantized inputs.
 """
@@ -20,7 +24,7 @@ import numpy as np
 
 from runtime.types import OperandType as T, OperationType as Op
 
-from . import const
+from . import const, expect, inp, one_operation
 from .typed import case, fs, values_for, x
 from .variations import QUANT_REGIMES
 
@@ -78,6 +82,28 @@ def _log_softmax(k, t, shape, beta, axis):
                 GOLDEN[Op.LOG_SOFTMAX], 3)
 
 
+def local_response_normalization(v, radius, bias, alpha, beta, axis):
+    sq = np.moveaxis(v, axis, -1) ** 2
+    n = sq.shape[-1]
+    window = np.stack([sq[..., max(0, c - radius):c + radius + 1].sum(-1) for c in range(n)], -1)
+    return v / np.moveaxis(bias + alpha * window, -1, axis) ** beta
+
+
+def _lrn() -> list:
+    """FL3 LOCAL_RESPONSE_NORMALIZATION along axis 1 of a [2, 5, 3] input (float32 and
+    float16); the corpus has the last axis only."""
+    v = (np.arange(30).reshape(2, 5, 3) % 7 - 3) / 2
+    out = []
+    for t, s in ((F32, T.FLOAT32), (F16, T.FLOAT16)):
+        want = local_response_normalization(v, 1, 1.0, 0.5, 0.75, 1)
+        out.append(one_operation(f"local_response_normalization_axis1_{'float16' if t == F16 else 'float32'}",
+                                 FAMILY, Op.LOCAL_RESPONSE_NORMALIZATION,
+                                 [inp(t, v), const(T.INT32, 1), const(s, 1.0), const(s, 0.5), const(s, 0.75),
+                                  const(T.INT32, 1)], [expect(t, want)], 3,
+                                 "numpy formula: x / (bias + alpha * windowed sum of x^2 along the axis) ^ beta"))
+    return out
+
+
 def models():
     return [
         # SOFTMAX: beta keeps beta * (x - max) within a few units at each regime's scale
@@ -93,4 +119,5 @@ def models():
         _l2(4, Q8S, 2, (2, 1, 3, 2), None, 4),
         _log_softmax(0, F32, (2, 5), 1.0, -1),
         _log_softmax(1, F16, (3, 2, 4), 0.5, 1),
+        *_lrn(),
     ]

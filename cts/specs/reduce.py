@@ -1,6 +1,6 @@
-"""MEAN (31, FL2), REDUCE_MAX (77), REDUCE_MIN (78), REDUCE_PROD (79), ARGMAX (39), ARGMIN
-(40), TOPK_V2 (90) (FL3): the types, quantization regimes and parameter values the AOSP
-corpus leaves out.
+"""MEAN (31, FL2), REDUCE_MAX (77), REDUCE_MIN (78), REDUCE_PROD (79), REDUCE_SUM (80),
+REDUCE_ALL (75), REDUCE_ANY (76), ARGMAX (39), ARGMIN (40), TOPK_V2 (90) (FL3): the types,
+quantization regimes and parameter values the AOSP corpus leaves out.
 
 Definitions (NNAPI ``types.spec``): MEAN input 1 the axes (TENSOR_INT32, negative counts
 from the end), input 2 keep_dims (INT32, non-zero = keep reduced dimensions as size 1);
@@ -12,9 +12,11 @@ largest values of the last dimension in descending order, output 1 their indices
 Cases: TENSOR_QUANT8_ASYMM and TENSOR_QUANT8_ASYMM_SIGNED in every regime of
 :data:`~cts.specs.variations.QUANT_REGIMES` (distinct values where ties would make the
 index ambiguous); REDUCE_PROD in TENSOR_FLOAT16 and TENSOR_FLOAT32 with a negative axis,
-keep_dims true and a batch of 2.
+keep_dims true and a batch of 2; REDUCE_SUM in both float types over two axes, one negative,
+keep_dims false; REDUCE_ALL and REDUCE_ANY on TENSOR_BOOL8 with keep_dims true and false.
 
-Goldens: ``numpy.mean``, ``numpy.max``, ``numpy.min``, ``numpy.prod``, ``numpy.argmax``,
+Goldens: ``numpy.mean``, ``numpy.max``, ``numpy.min``, ``numpy.prod``, ``numpy.sum``,
+``numpy.all``, ``numpy.any``, ``numpy.argmax``,
 ``numpy.argmin``, ``numpy.argsort`` on the dequantized input (:mod:`.per_type`).
 """
 from __future__ import annotations
@@ -60,6 +62,14 @@ def models():
         *cases("argmin_axis1", FAMILY, Op.ARGMIN, [data(2, 5, distinct=True), const(T.INT32, 1)],
                [T.TENSOR_INT32], lambda x, **_: np.argmin(x, axis=1).astype(np.int32), "numpy.argmin(x, axis=1)",
                QUANT),
+        *cases("reduce_sum_axes0_neg1", FAMILY, Op.REDUCE_SUM, [data(2, 3, 4), _axes(0, -1), const(T.BOOL, False)],
+               [DATA], lambda x, **_: x.sum(axis=(0, -1)), "numpy.sum(x, axis=(0, -1))",
+               {T.TENSOR_FLOAT16: 3, T.TENSOR_FLOAT32: 3}),
+        *cases("reduce_all_axis1_keep_dims", FAMILY, Op.REDUCE_ALL, [data(3, 2, 2), _axes(1), const(T.BOOL, True)],
+               [DATA], lambda x, **_: x.all(axis=1, keepdims=True), "numpy.all(x, axis=1, keepdims=True)",
+               {T.TENSOR_BOOL8: 3}, seed=75),
+        *cases("reduce_any_axis_neg1", FAMILY, Op.REDUCE_ANY, [data(3, 2, 2), _axes(-1), const(T.BOOL, False)],
+               [DATA], lambda x, **_: x.any(axis=-1), "numpy.any(x, axis=-1)", {T.TENSOR_BOOL8: 3}, seed=76),
         *cases("topk_v2_k2", FAMILY, Op.TOPK_V2, [data(2, 5, distinct=True), const(T.INT32, 2)],
                [DATA, T.TENSOR_INT32], lambda x, **_: _topk(x, 2),
                "the first k of numpy.argsort(-x) on the last axis, values and indices", QUANT),

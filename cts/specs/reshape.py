@@ -1,12 +1,13 @@
 """RESHAPE (22, FL1), SQUEEZE (34, FL2), EXPAND_DIMS (50, FL3), TRANSPOSE (37, FL2), RANK
-(101, FL4): the types and quantization regimes the AOSP corpus leaves out.
+(101, FL4), FILL (100, FL4): the types and quantization regimes the AOSP corpus leaves out.
 
 Definitions (NNAPI ``types.spec``): RESHAPE input 1 the new shape (one -1 inferred);
 SQUEEZE input 1 the dimensions of size 1 to drop (optional, NO_VALUE = every size-1
 dimension); EXPAND_DIMS input 1 the INT32 axis of the new size-1 dimension; TRANSPOSE
 input 1 the permutation (optional: NO_VALUE = the reversed dimensions, AOSP registers it
-with ``allowOmittedOperand``); RANK's output is the INT32 scalar rank of any tensor type.
-Quantized outputs keep the input's scale and zero point.
+with ``allowOmittedOperand``); RANK's output is the INT32 scalar rank of any tensor type;
+FILL input 0 the output dimensions (TENSOR_INT32), input 1 the scalar value (FLOAT16,
+FLOAT32 or INT32 as the output). Quantized outputs keep the input's scale and zero point.
 
 Cases: TENSOR_QUANT8_ASYMM and TENSOR_QUANT8_ASYMM_SIGNED in every regime of
 :data:`~cts.specs.variations.QUANT_REGIMES`; RESHAPE's TENSOR_FLOAT16 and TENSOR_INT32
@@ -14,7 +15,7 @@ Cases: TENSOR_QUANT8_ASYMM and TENSOR_QUANT8_ASYMM_SIGNED in every regime of
 type it accepts (TENSOR_QUANT16_ASYMM/SYMM, TENSOR_QUANT8_SYMM, per-channel, TENSOR_BOOL8).
 
 Goldens: ``numpy.reshape``, ``numpy.squeeze``, ``numpy.expand_dims``, ``numpy.transpose``,
-``numpy.ndim`` (:mod:`.per_type`).
+``numpy.ndim`` (:mod:`.per_type`), ``numpy.full``.
 """
 from __future__ import annotations
 
@@ -55,4 +56,11 @@ def models():
                       2, "hand calculation (reversed dimensions, in cts/specs/reshape.py)"),
         *cases("rank", FAMILY, Op.RANK, [data(2, 1, 3)], [T.INT32], lambda x, **_: np.int32(np.ndim(x)),
                "numpy.ndim(x)", rank_types),
+        *[one_operation(f"fill_{name}", FAMILY, Op.FILL, [inp(T.TENSOR_INT32, np.array(dims, np.int32)),
+                                                          const(scalar, value)],
+                        [expect(tensor, np.full(dims, value))], 4, f"numpy formula: numpy.full({dims}, {value})")
+          for name, dims, scalar, tensor, value in (
+              ("float32_batch2", (2, 3, 1), T.FLOAT32, T.TENSOR_FLOAT32, -1.25),
+              ("float16", (4,), T.FLOAT16, T.TENSOR_FLOAT16, 0.5),
+              ("int32", (1, 2, 2, 2), T.INT32, T.TENSOR_INT32, 7))],
     ]

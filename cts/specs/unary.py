@@ -1,7 +1,7 @@
 """Element-wise unary operations: RELU (NNAPI code 19), RELU1 (20), RELU6 (21), LOGISTIC (14),
 TANH (28), FLOOR (8) of feature level 1; ABS (38), EXP (49), LOG (60), NEG (67), RSQRT (83),
-SIN (85), SQRT (88) of FL3 (quantized RSQRT FL7); HARD_SWISH (99, FL4): what the AOSP
-corpus leaves out.
+SIN (85), SQRT (88) of FL3 (quantized RSQRT FL7); HARD_SWISH (99, FL4), ELU (103, FL4,
+input 1 the scalar alpha of the input's float type): what the AOSP corpus leaves out.
 
 Definition (NNAPI ``types.spec``): RELU max(0, x); RELU1 min(1, max(-1, x)); RELU6 min(6,
 max(0, x)); LOGISTIC 1 / (1 + exp(-x)); TANH tanh(x); HARD_SWISH x * min(6, max(0, x + 3)) /
@@ -30,6 +30,7 @@ import numpy as np
 
 from runtime.types import OperandType as T, OperationType as Op
 
+from . import const, expect, inp, one_operation
 from .pointwise import ZP, case, q, quarters, stored, v
 
 FAMILY = "unary"
@@ -124,6 +125,17 @@ def _float(rng) -> list:
     return out
 
 
+def _elu(rng) -> list:
+    """ELU (103, FL4): x if x > 0 else alpha * (exp(x) - 1), float32 (batch 2) and float16."""
+    out = []
+    for name, t, s, alpha in (("elu_batch2", F32, T.FLOAT32, 0.5), ("elu_float16", F16, T.FLOAT16, 1.5)):
+        x = quarters(rng, (2, 4), -4, 4)
+        want = np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+        out.append(one_operation(name, FAMILY, Op.ELU, [inp(t, x), const(s, alpha)], [expect(t, want)], 4,
+                                 "numpy formula: where(x > 0, x, alpha * (exp(x) - 1))"))
+    return out
+
+
 def models():
     rng = np.random.default_rng(1)
-    return [*_quantized(rng), *_float(rng)]
+    return [*_quantized(rng), *_float(rng), *_elu(rng)]
