@@ -26,12 +26,17 @@ class Arg:
     ``ranks``: allowed ranks for a tensor (``None``: any); ignored for scalars.
     ``optional``: the operand may be omitted (lifetime ``NO_VALUE`` or an input bound with
     no value).
+    ``fixed_quant``: ``(scale, zero_point)`` the NNAPI spec fixes for a quantized slot (the
+    TENSOR_QUANT16 boxes of the detection and ROI operations, QUANTIZED_16BIT_LSTM's cell
+    state), or ``None``. A declaration the coverage matrix reads; matching ignores it (the
+    operations' ``prepare`` checks it).
     """
 
     name: str
     type: OperandType
     ranks: tuple[int, ...] | None = None
     optional: bool = False
+    fixed_quant: tuple[float, int] | None = None
 
     def accepts(self, operand_type: OperandType, dims: Sequence[int], omitted: bool) -> bool:
         """Whether an operand of ``operand_type`` / ``dims`` fits this slot."""
@@ -174,6 +179,10 @@ class OperationDef:
     #: ``axis >= 0``); other operations with an axis take [-rank, rank).
     nonnegative_axis: bool = False
 
+    #: NNAPI gives input 0 equal height and width (HEATMAP_MAX_KEYPOINT's heatmaps are
+    #: [num_boxes, heatmap_size, heatmap_size, num_keypoints]): no non-square spatial shape.
+    square_spatial: bool = False
+
     #: The AOSP file those facts come from: ``<Name>Execution.cpp`` (in
     #: ``common/operations/``, an ``NN_REGISTER_OPERATION`` call) or ``CpuExecutor.cpp``
     #: (a case of the executor's own switch).
@@ -250,9 +259,10 @@ RANKS_1_4 = (1, 2, 3, 4)
 
 
 def tensor(name: str, t: OperandType, ranks: Iterable[int] | None = RANKS_1_4,
-           optional: bool = False) -> Arg:
-    """A tensor slot of type ``t`` with allowed ``ranks`` (default 1..4)."""
-    return Arg(name, t, tuple(ranks) if ranks is not None else None, optional)
+           optional: bool = False, fixed_quant: tuple[float, int] | None = None) -> Arg:
+    """A tensor slot of type ``t`` with allowed ``ranks`` (default 1..4); ``fixed_quant``:
+    the ``(scale, zero_point)`` the spec fixes for it (see :class:`Arg`)."""
+    return Arg(name, t, tuple(ranks) if ranks is not None else None, optional, fixed_quant)
 
 
 def scalar(name: str, t: OperandType, optional: bool = False) -> Arg:

@@ -104,6 +104,23 @@ FL3 = 3
 #: operations (AXIS_ALIGNED_BBOX_TRANSFORM, BOX_WITH_NMS_LIMIT).
 BOX_FORMS = ((FL3, F32, F32, T.FLOAT32), (FL3, F16, F16, T.FLOAT16), (FL3, Q8, Q16A, T.FLOAT32),
              (4, Q8S, Q16A, T.FLOAT32))
+#: The quantization NNAPI types.spec fixes for a TENSOR_QUANT16_ASYMM / TENSOR_QUANT16_SYMM
+#: box operand (scale 0.125, zero point 0): the rois, image_info and output rois of
+#: AXIS_ALIGNED_BBOX_TRANSFORM, BOX_WITH_NMS_LIMIT, GENERATE_PROPOSALS (its QUANT16_SYMM
+#: anchors too) and the boxes of ROI_ALIGN, ROI_POOLING and HEATMAP_MAX_KEYPOINT. Inputs:
+#: :func:`check_box_quant` in ``prepare`` (AOSP's prepare checks it); outputs: AOSP's prepare
+#: sets scale 0.125, zero point 0 and ``setInfoAndAllocateIfNeeded`` (CpuExecutor.cpp)
+#: rejects a model output of other parameters. (types.spec's FL4 text for the boxes of
+#: BOX_WITH_NMS_LIMIT and HEATMAP_MAX_KEYPOINT says zero point -128, outside
+#: TENSOR_QUANT16_ASYMM's range; AOSP checks 0.)
+BOX_QUANT = (0.125, 0)
+
+
+def box_quant(t: OperandType) -> tuple[float, int] | None:
+    """:data:`BOX_QUANT` for a TENSOR_QUANT16 box type ``t``, else None (float boxes)."""
+    return BOX_QUANT if t in (T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT16_SYMM) else None
+
+
 #: Bound of the NMS work (candidate pairs compared) per operation, so that a hostile model
 #: fails with GENERAL_FAILURE instead of running for hours.
 MAX_NMS_PAIRS = 1 << 26
@@ -212,9 +229,11 @@ def _memo(ctx: OpContext, compute):
 def _bbox_sigs():
     out = []
     for level, data, box, _ in BOX_FORMS:
-        out.append(sig(level, [tensor("roi", box, (2,)), tensor("deltas", data, (2,)),
-                             tensor("batches", I32, (1,)), tensor("image_info", box, (2,))],
-                       [tensor("output", box, (2,))]))
+        q = box_quant(box)
+        out.append(sig(level, [tensor("roi", box, (2,), fixed_quant=q), tensor("deltas", data, (2,)),
+                             tensor("batches", I32, (1,)),
+                             tensor("image_info", box, (2,), fixed_quant=q)],
+                       [tensor("output", box, (2,), fixed_quant=q)]))
     return tuple(out)
 
 
@@ -267,12 +286,13 @@ register(OperationDef(OperationType.AXIS_ALIGNED_BBOX_TRANSFORM, _bbox_sigs(), _
 def _nmslimit_sigs():
     out = []
     for level, data, box, f in BOX_FORMS:
-        out.append(sig(level, [tensor("scores", data, (2,)), tensor("roi", box, (2,)),
+        q = box_quant(box)
+        out.append(sig(level, [tensor("scores", data, (2,)), tensor("roi", box, (2,), fixed_quant=q),
                              tensor("batches", I32, (1,)), scalar("score_threshold", f),
                              scalar("max_num_detections", T.INT32),
                              scalar("nms_kernel", T.INT32), scalar("iou_threshold", f),
                              scalar("sigma", f), scalar("nms_score_threshold", f)],
-                       [tensor("scores_out", data, (1,)), tensor("roi_out", box, (2,)),
+                       [tensor("scores_out", data, (1,)), tensor("roi_out", box, (2,), fixed_quant=q),
                         tensor("classes_out", I32, (1,)), tensor("batches_out", I32, (1,))]))
     return tuple(out)
 
@@ -374,12 +394,14 @@ def _proposal_sigs():
                                          (FL3, Q8, Q16S, Q16A, T.FLOAT32),
                                          (4, Q8S, Q16S, Q16A, T.FLOAT32)):
         out.append(sig(level, [tensor("scores", data, (4,)), tensor("deltas", data, (4,)),
-                             tensor("anchors", anchor, (2,)), tensor("image_info", info, (2,)),
+                             tensor("anchors", anchor, (2,), fixed_quant=box_quant(anchor)),
+                             tensor("image_info", info, (2,), fixed_quant=box_quant(info)),
                              scalar("height_stride", f), scalar("width_stride", f),
                              scalar("pre_nms_top_n", T.INT32), scalar("post_nms_top_n", T.INT32),
                              scalar("iou_threshold", f), scalar("min_size", f),
                              scalar("layout", T.BOOL)],
-                       [tensor("scores_out", data, (1,)), tensor("roi_out", info, (2,)),
+                       [tensor("scores_out", data, (1,)),
+                        tensor("roi_out", info, (2,), fixed_quant=box_quant(info)),
                         tensor("batches_out", I32, (1,))]))
     return tuple(out)
 

@@ -212,8 +212,9 @@ register(OperationDef(
     OperationType.QUANTIZED_16BIT_LSTM,
     (sig(3, [tensor(n, Q8, (2,)) for n in _NAMES[:9]] +
          [tensor(n, I32, (1,)) for n in _NAMES[9:13]] +
-         [tensor(_NAMES[13], Q16, (2,)), tensor(_NAMES[14], Q8, (2,))],
-         [tensor("cell_state_out", Q16, (2,)), tensor("output", Q8, (2,))]),),
+         [tensor(_NAMES[13], Q16, (2,), fixed_quant=(STATE_SCALE, 0)), tensor(_NAMES[14], Q8, (2,))],
+         [tensor("cell_state_out", Q16, (2,), fixed_quant=(STATE_SCALE, 0)),
+          tensor("output", Q8, (2,))]),),
     _prepare, _execute,
     summary="one LSTM step, 8-bit activations and weights, 16-bit cell state",
     aosp_source="CpuExecutor.cpp"))

@@ -53,7 +53,7 @@ from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (check_same_quant, from_float, from_nhwc, is_quant, layout_dims,
                      layout_flag, nhwc_dims, round_half_away, to_float, to_nhwc)
-from .detection import check_box_quant, check_boxes_ordered
+from .detection import box_quant, check_box_quant, check_boxes_ordered
 
 T = OperandType
 F32, F16, Q8, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
@@ -73,7 +73,7 @@ MAX_POOL_WORK = 1 << 26
 def _roi_sigs(align: bool):
     out = []
     for level, data, box, f in FORMS:
-        ins = [tensor("input", data, (4,)), tensor("roi", box, (2,)),
+        ins = [tensor("input", data, (4,)), tensor("roi", box, (2,), fixed_quant=box_quant(box)),
                tensor("batch_index", I32, (1,)), scalar("output_height", T.INT32),
                scalar("output_width", T.INT32), scalar("height_stride", f),
                scalar("width_stride", f)]
@@ -251,9 +251,11 @@ register(OperationDef(OperationType.ROI_POOLING, _roi_sigs(False), _pool_prepare
 # --- HEATMAP_MAX_KEYPOINT --------------------------------------------------------------
 
 def _heatmap_sigs():
-    return tuple(sig(level, [tensor("heatmaps", data, (4,)), tensor("boxes", box, (2,)),
+    return tuple(sig(level, [tensor("heatmaps", data, (4,)),
+                             tensor("boxes", box, (2,), fixed_quant=box_quant(box)),
                              scalar("layout", T.BOOL)],
-                     [tensor("scores", data, (2,)), tensor("keypoints", box, (3,))])
+                     [tensor("scores", data, (2,)),
+                      tensor("keypoints", box, (3,), fixed_quant=box_quant(box))])
                  for level, data, box, _ in FORMS)
 
 
@@ -323,4 +325,4 @@ def _heatmap_execute(ctx: OpContext):
 register(OperationDef(OperationType.HEATMAP_MAX_KEYPOINT, _heatmap_sigs(), _heatmap_prepare,
                       _heatmap_execute,
                       summary="Keypoint location and score from heatmaps (quadratic refinement)",
-                      aosp_source="HeatmapMaxKeypointExecution.cpp"))
+                      square_spatial=True, aosp_source="HeatmapMaxKeypointExecution.cpp"))
