@@ -193,6 +193,95 @@ def test_negative_axis_is_impossible_where_aosp_checks_axis_nonnegative():
     assert _cells(doc, "MEAN")["axis=negative"]["status"] == "empty"
 
 
+def _heatmap_model(name: str, box_quant: tuple[float, int], size: tuple[int, int]) -> tm.TestModel:
+    """HEATMAP_MAX_KEYPOINT, TENSOR_QUANT8_ASYMM heatmaps [1, h, w, 1] (NHWC) with
+    TENSOR_QUANT16_ASYMM boxes and keypoints at ``box_quant`` (scale, zero point)."""
+    (h, w), (bs, bz) = size, box_quant
+
+    def operand(t, dims, scale, zp, life, data):
+        return tm.TestOperand(t, list(dims), scale, zp, life, int(life != L.SUBGRAPH_OUTPUT), False,
+                              None, data)
+    ops = [operand(T.TENSOR_QUANT8_ASYMM, (1, h, w, 1), 0.5, 128, L.SUBGRAPH_INPUT,
+                   np.full((1, h, w, 1), 130, np.uint8)),
+           operand(T.TENSOR_QUANT16_ASYMM, (1, 4), bs, bz, L.SUBGRAPH_INPUT,
+                   np.array([[0, 0, 16, 16]], np.uint16)),
+           operand(T.BOOL, (), 0.0, 0, L.CONSTANT_COPY, np.array(False)),
+           operand(T.TENSOR_QUANT8_ASYMM, (1, 1), 0.5, 128, L.SUBGRAPH_OUTPUT, np.zeros((1, 1), np.uint8)),
+           operand(T.TENSOR_QUANT16_ASYMM, (1, 1, 2), bs, bz, L.SUBGRAPH_OUTPUT,
+                   np.zeros((1, 1, 2), np.uint16))]
+    sg = tm.TestSubgraph(ops, [tm.TestOperation(O.HEATMAP_MAX_KEYPOINT, [0, 1, 2], [3, 4])], [0, 1], [3, 4])
+    return tm.TestModel(name, "heatmap_cov", "V1_2", "V1_2", False, False, 0.0, sg)
+
+
+def test_quant_cells_the_spec_fixes_are_impossible(tmp_path):
+    """NNAPI types.spec fixes TENSOR_QUANT16_ASYMM boxes at scale 0.125, zero point 0: a
+    HEATMAP_MAX_KEYPOINT model with such boxes covers zero point 0 and scale < 1; zero point mid
+    / extreme and scale > 1 are impossible, citing types.spec and the fixed slots."""
+    write_document(tmp_path / "V1_2" / "heatmap_cov.json.gz", "heatmap_cov", "V1_2",
+                   [model_json(_heatmap_model("boxes_fixed", (0.125, 0), (2, 2)))],
+                   "tests/test_coverage.py")
+    cells = _cells(report.matrix(scan.scan([tmp_path]), [tmp_path], [O.HEATMAP_MAX_KEYPOINT]),
+                   "HEATMAP_MAX_KEYPOINT")
+    q = "TENSOR_QUANT16_ASYMM"
+    assert cells[f"{q} zp=0"]["status"] == "corpus" and cells[f"{q} scale<1"]["status"] == "corpus"
+    for key in (f"{q} zp=mid", f"{q} zp=extreme", f"{q} scale>1"):
+        assert cells[key]["status"] == "impossible", key
+        assert cells[key]["rule"] == (
+            "NNAPI types.spec fixes the quantization of every TENSOR_QUANT16_ASYMM operand of "
+            "HEATMAP_MAX_KEYPOINT (boxes: scale 0.125, zero point 0; keypoints: scale 0.125, zero point 0)")
+    # the heatmaps' TENSOR_QUANT8_ASYMM is not fixed: its cells stay cells
+    assert cells["TENSOR_QUANT8_ASYMM zp=extreme"]["status"] == "empty"
+
+
+def test_fixed_quant_rule_needs_every_slot_fixed_and_none_in_the_cell():
+    """The other detection / ROI operations and QUANTIZED_16BIT_LSTM's cell state (scale 2^-11)
+    follow the same rule; QUANTIZED_LSTM's TENSOR_QUANT16_SYMM operands (no fixed scale) and a
+    slot without ``fixed_quant`` next to fixed ones keep their cells."""
+    from cts.coverage import axes
+    from runtime import ops
+    from runtime.ops.base import OperationDef, sig, tensor
+    boxes = [O.AXIS_ALIGNED_BBOX_TRANSFORM, O.BOX_WITH_NMS_LIMIT, O.GENERATE_PROPOSALS,
+             O.ROI_ALIGN, O.ROI_POOLING]
+    doc = report.matrix(scan.Hits(), [], [*boxes, O.QUANTIZED_16BIT_LSTM, O.QUANTIZED_LSTM])
+    for op in boxes:
+        cells = _cells(doc, op.name)
+        for k in ("zp=mid", "zp=extreme", "scale>1"):
+            assert "NNAPI types.spec fixes" in cells[f"TENSOR_QUANT16_ASYMM {k}"]["rule"], (op, k)
+        assert cells["TENSOR_QUANT16_ASYMM zp=0"]["status"] == "empty"
+        assert cells["TENSOR_QUANT16_ASYMM scale<1"]["status"] == "empty"
+    gp = _cells(doc, "GENERATE_PROPOSALS")
+    assert "(anchors: scale 0.125, zero point 0)" in gp["TENSOR_QUANT16_SYMM scale>1"]["rule"]
+    lstm16 = _cells(doc, "QUANTIZED_16BIT_LSTM")["TENSOR_QUANT16_SYMM scale>1"]
+    assert lstm16["status"] == "impossible" and "prev_cell_state: scale 0.00048828125" in lstm16["rule"]
+    assert _cells(doc, "QUANTIZED_LSTM")["TENSOR_QUANT16_SYMM scale>1"]["status"] == "empty"
+    q = T.TENSOR_QUANT16_ASYMM
+    base = ops.REGISTRY[O.ROI_ALIGN]
+    mixed = OperationDef(O.ROI_ALIGN, (sig(3, [tensor("a", q, fixed_quant=(0.125, 0)), tensor("b", q)],
+                                            [tensor("c", q, fixed_quant=(0.125, 0))]),),
+                         base.prepare, base.execute)
+    assert axes._quant_rule(mixed, q, "TENSOR_QUANT16_ASYMM zp=mid") == ""
+    big = OperationDef(O.ROI_ALIGN, (sig(3, [tensor("a", q, fixed_quant=(2.0, 0))], []),),
+                       base.prepare, base.execute)
+    assert axes._quant_rule(big, q, "TENSOR_QUANT16_ASYMM scale>1") == ""
+    assert axes._quant_rule(big, q, "TENSOR_QUANT16_ASYMM scale<1") != ""
+
+
+def test_non_square_cell_is_impossible_where_the_spec_makes_input_0_square(tmp_path):
+    """HEATMAP_MAX_KEYPOINT heatmaps are [num_boxes, heatmap_size, heatmap_size, num_keypoints]:
+    its non-square cell is impossible (a square model covers nothing there); ROI_ALIGN's stays
+    a cell."""
+    write_document(tmp_path / "V1_2" / "heatmap_cov.json.gz", "heatmap_cov", "V1_2",
+                   [model_json(_heatmap_model("square", (0.125, 0), (3, 3)))], "tests/test_coverage.py")
+    doc = report.matrix(scan.scan([tmp_path]), [tmp_path], [O.HEATMAP_MAX_KEYPOINT, O.ROI_ALIGN])
+    cell = _cells(doc, "HEATMAP_MAX_KEYPOINT")["non-square"]
+    assert cell["status"] == "impossible" and cell["corpus"] == 0
+    assert cell["rule"] == ("NNAPI types.spec: HEATMAP_MAX_KEYPOINT input 0 (heatmaps) has equal height "
+                            "and width (common/operations/HeatmapMaxKeypointExecution.cpp: prepare "
+                            "checks it)")
+    assert _cells(doc, "HEATMAP_MAX_KEYPOINT")["batch>1"]["status"] == "empty"
+    assert _cells(doc, "ROI_ALIGN")["non-square"]["status"] == "empty"
+
+
 def test_main_input_without_example_value_counts_as_omitted(tmp_path):
     """A main-subgraph input with no example data is passed with no value (AOSP's CIFG LSTM
     tests omit weights so): it covers "omitted", not "given"."""
@@ -279,6 +368,10 @@ def test_vendored_impossible_cells(vendored):
     assert {(n, k) for n, k in impossible if k.endswith(" omitted")} == \
         {("BATCH_MATMUL", "adj_x omitted"), ("BATCH_MATMUL", "adj_y omitted")}
     assert {n for n, k in impossible if k == "axis=negative"} == {"CONCATENATION", "PACK", "REVERSE"}
+    assert {(n, k) for n, k in impossible if k == "non-square"} == {("HEATMAP_MAX_KEYPOINT", "non-square")}
+    # types.spec's fixed quantization: 6 operations' TENSOR_QUANT16_ASYMM boxes (zero point mid /
+    # extreme, scale > 1), GENERATE_PROPOSALS's and QUANTIZED_16BIT_LSTM's TENSOR_QUANT16_SYMM
+    assert sum(k.startswith("TENSOR_QUANT16") for _, k in impossible) == 6 * 3 + 2
     assert not [(n, c["key"]) for n, c in cells if c["rule"] and (c["corpus"] or c["specs"])]
     conv = _cells(vendored, "CONV_2D")
     assert conv["zero-sized"]["status"] == "corpus"  # AOSP's zero-sized CONV_2D models

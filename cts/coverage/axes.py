@@ -16,10 +16,16 @@ Axes (issue 9), every cell named ``<axis>`` / ``key`` (unique within the operati
 - ``quant``: per quantized tensor type in the operation's signatures: zero point 0 / mid
   (strictly between the type's min and max, not 0) / extreme (the type's min or max, other
   than 0) for asymmetric types; scale < 1 / scale > 1 for every quantized type (per-channel:
-  any channel's scale). An operation with no quantized signature has no quant cell.
+  any channel's scale). An operation with no quantized signature has no quant cell. A cell
+  is "impossible" when every operand of its type in every signature has a quantization the
+  NNAPI spec fixes (:class:`~runtime.ops.base.Arg` ``fixed_quant``: the TENSOR_QUANT16 boxes
+  of the detection and ROI operations at scale 0.125, zero point 0; QUANTIZED_16BIT_LSTM's
+  cell state at scale 2^-11) and none of those quantizations falls in the cell.
 - ``shape``: batch > 1 (input 0 may have rank >= 2; covered by declared dims[0] > 1);
   non-square spatial (input 0 is rank 4 only; H != W, NCHW when a constant ``layout`` is
-  true); broadcasting forms of element-wise binary operations (:data:`BROADCAST_PAIRS`);
+  true; "impossible" for an operation that declares ``square_spatial``: NNAPI's
+  HEATMAP_MAX_KEYPOINT heatmaps are [num_boxes, heatmap_size, heatmap_size, num_keypoints]);
+  broadcasting forms of element-wise binary operations (:data:`BROADCAST_PAIRS`);
   square / non-square weight matrices (:data:`WEIGHT_ARGS`).
 - ``optional``: each optional slot omitted / given (a slot absent from the matched row of
   an operation that has it elsewhere counts as omitted); one ``zero-sized input`` cell for
@@ -180,6 +186,29 @@ def _axis_rule(opdef: OperationDef) -> str:
     return f"AOSP {opdef.type.name} requires axis >= 0 ({src}: prepare checks axis >= 0)"
 
 
+def _quant_rule(opdef: OperationDef, t: T, key: str) -> str:
+    """Why quant cell ``key`` of type ``t`` is impossible: every ``t`` operand slot of every
+    signature has a ``fixed_quant`` and none of them covers ``key``; "" otherwise."""
+    slots = [a for s in opdef.signatures for a in (*s.inputs, *s.outputs) if a.type == t]
+    if not slots or any(a.fixed_quant is None for a in slots):
+        return ""
+    if any(key in _quant_keys(OperandView(t, (), *a.fixed_quant)) for a in slots):
+        return ""
+    fixed = dict.fromkeys(f"{a.name}: scale {a.fixed_quant[0]!r}, zero point {a.fixed_quant[1]}"
+                          for a in slots)
+    return (f"NNAPI types.spec fixes the quantization of every {t.name} operand of "
+            f"{opdef.type.name} ({'; '.join(fixed)})")
+
+
+def _square_rule(opdef: OperationDef) -> str:
+    if not opdef.square_spatial:
+        return ""
+    first = opdef.signatures[0].inputs[0].name
+    src = f"common/operations/{opdef.aosp_source}" if opdef.aosp_source else "AOSP"
+    return (f"NNAPI types.spec: {opdef.type.name} input 0 ({first}) has equal height and width "
+            f"({src}: prepare checks it)")
+
+
 def _enum_cells(opdef: OperationDef) -> list[Cell]:
     found: dict[str, list[tuple[Signature, int, Arg]]] = {}
     for s in opdef.signatures:
@@ -223,14 +252,16 @@ def cells_for(op_type: OperationType) -> tuple[Cell, ...]:
     cells += _enum_cells(opdef)
     for t in _quant_types(opdef):
         if t in _ASYMM:
-            cells += [Cell("quant", f"{t.name} zp={k}", f"{t.name} zero point {k}")
+            cells += [Cell("quant", f"{t.name} zp={k}", f"{t.name} zero point {k}",
+                           _quant_rule(opdef, t, f"{t.name} zp={k}"))
                       for k in ("0", "mid", "extreme")]
-        cells += [Cell("quant", f"{t.name} scale{k}1", f"{t.name} scale {k} 1") for k in "<>"]
+        cells += [Cell("quant", f"{t.name} scale{k}1", f"{t.name} scale {k} 1",
+                       _quant_rule(opdef, t, f"{t.name} scale{k}1")) for k in "<>"]
     firsts = [s.inputs[0] for s in opdef.signatures if s.inputs]
     if any(is_tensor_type(a.type) and (a.ranks is None or max(a.ranks) >= 2) for a in firsts):
         cells.append(Cell("shape", "batch>1", "batch > 1 (input 0 dims[0] > 1)"))
     if any(a.ranks == (4,) for a in firsts):
-        cells.append(Cell("shape", "non-square", "non-square spatial (H != W)"))
+        cells.append(Cell("shape", "non-square", "non-square spatial (H != W)", _square_rule(opdef)))
     if _broadcast_pair(opdef.signatures[0]) is not None:
         cells += [Cell("shape", f"broadcast:{f}", f"broadcast: {f}") for f in BROADCAST_FORMS]
     if op_type in WEIGHT_ARGS:
