@@ -1,6 +1,6 @@
 """Zero-sized inputs of the operations that accept them and the AOSP corpus leaves untested
 (``nncts coverage``, "zero-sized input"): HARD_SWISH (registered with
-``allowZeroSizedInput``), SVDF, IF and WHILE (AOSP's ``CpuExecutor`` does not check
+``allowZeroSizedInput``), SVDF, IF, WHILE and LSH_PROJECTION (AOSP's ``CpuExecutor`` does not check
 their inputs for zero size).
 
 Built as AOSP's zero-sized tests are (``frameworks/ml/nn/runtime/test/specs/V1_2/*zero_sized*``):
@@ -173,10 +173,41 @@ def _while():
                          "output [0, 2, 2, 1]; the counter output is [2] (i = 0 -> 1 -> 2, then 2 < 2 is false)")
 
 
+def _lsh():
+    """LSH_PROJECTION (SPARSE, weight omitted as AOSP's CPU kernel requires for sparse types)
+    of TRANSPOSE(the [0, 2, 2, 1] temporary, perm [1, 0, 2, 3]) = [2, 0, 2, 1]: two input
+    rows of 0 bytes each (AOSP ``runningSignBit``: item bytes = 0 / 2, so each row hashes the
+    seed's 4 bytes alone; a batch-0 input would divide by SizeOfDimension(input, 0) = 0).
+    Output [2], not empty: bit (i, j) = 2 * int64(Fingerprint64(float32 bytes of
+    seed[i, j])) > 0, value sum_j bit(i, j) 2^(1 - j) + i * 2^2."""
+    from .lsh import fingerprint64
+    operands: list[TestOperand] = []
+    ops, roi, model_in, model_out = _chain(operands)
+    operands[roi].number_of_consumers = 1
+    b = len(operands)
+    seeds = np.array([[0.25, -1.5], [3.0, 0.75]], np.float32)
+    operands += [_operand(*const(I32, np.array([1, 0, 2, 3], np.int32))), _empty(F32, [2, 0, 2, 1], L.TEMPORARY_VARIABLE),
+                 _operand(*const(F32, seeds)), _operand("omitted", F32, None, 0.0, 0, None),
+                 _operand(*const(T.INT32, 3))]
+    operands[b + 1].number_of_consumers = 1
+    h = np.array([[fingerprint64(v.tobytes()) for v in row] for row in seeds], dtype=object)
+    bits = np.array([[int(2 * float(x - (1 << 64) if x >> 63 else x) > 0) for x in row] for row in h])
+    want = (bits * np.array([2, 1])).sum(axis=1) + np.arange(2) * 4
+    operands.append(_operand("output", I32, want.astype(np.int32), 0.0, 0, None))
+    ops += [TestOperation(Op.TRANSPOSE, [roi, b], [b + 1]),
+            TestOperation(Op.LSH_PROJECTION, [b + 2, b + 1, b + 3, b + 4], [b + 5])]
+    main = TestSubgraph(operands, ops, model_in, [b + 5] + model_out)
+    return (TestModel("lsh_projection_zero_sized", FAMILY, VERSION, "V1_2", False, False, 0.0, main),
+            f"numpy formula: farmhash Fingerprint64 of each seed's bytes (cts/specs/lsh.py), sign bits of "
+            f"2 * hash; by hand: BOX_WITH_NMS_LIMIT keeps no box, so the input is [2, 0, 2, 1] (rows of 0 "
+            f"bytes); output [2] = {want.tolist()}")
+
+
 def models():
     return [
         zero_sized("hard_swish_zero_sized", FAMILY, Op.HARD_SWISH, [], [2, 2, 1], 4),
         _svdf(),
         _if(),
         _while(),
+        _lsh(),
     ]
