@@ -1,13 +1,14 @@
 """Zero-sized inputs of the operations that accept them and the AOSP corpus leaves untested
 (``nncts coverage``, "zero-sized input"): HARD_SWISH (registered with
-``allowZeroSizedInput``), SVDF, IF, WHILE and LSH_PROJECTION (AOSP's ``CpuExecutor`` does not check
-their inputs for zero size).
+``allowZeroSizedInput``), SVDF, BIDIRECTIONAL_SEQUENCE_LSTM, IF, WHILE and LSH_PROJECTION
+(AOSP's ``CpuExecutor`` does not check their inputs for zero size).
 
 Built as AOSP's zero-sized tests are (``frameworks/ml/nn/runtime/test/specs/V1_2/*zero_sized*``):
 BOX_WITH_NMS_LIMIT on scores [[0.9, 0.1]] with score threshold 0.3 keeps no box, ROI_ALIGN
 over those 0 regions gives a [0, 2, 2, 1] temporary, and FULLY_CONNECTED (which allows
 zero-sized input) turns it into each [0, k] operand the operation under test reads (input,
-states), so the batch is 0 inside the model. The scores and classes outputs of
+states; a time-major [steps, 0, k] input is ADD of it and zeros [steps, 1, k], broadcasting),
+so the batch is 0 inside the model. The scores and classes outputs of
 BOX_WITH_NMS_LIMIT ([0] each) are model outputs, as in AOSP's tests.
 
 Golden (every model): hand calculation, every output is empty; the expected dimensions are
@@ -66,13 +67,24 @@ def graft(tm: TestModel, golden_dims: str) -> tuple[TestModel, str]:
     assert zero, tm.name
     ops, roi, new_in, new_out = _chain(operands)
     for i in zero:
-        k = operands[i].dimensions[1]
-        assert len(operands[i].dimensions) == 2 and operands[i].type == F32, (tm.name, i)
+        dims = operands[i].dimensions
+        assert operands[i].type == F32 and (dims[0] == 0 and len(dims) == 2 or dims[1] == 0 and len(dims) == 3), \
+            (tm.name, i)
+        k = dims[-1]
         w = len(operands)
         operands += [_operand(*c) for c in (const(F32, np.ones((k, 4), np.float32)),
                                             const(F32, np.zeros(k, np.float32)), const(T.INT32, 0))]
         operands[roi].number_of_consumers += 1
-        ops.append(TestOperation(Op.FULLY_CONNECTED, [roi, w, w + 1, w + 2], [i]))
+        fc = i
+        if len(dims) == 3:  # time-major [steps, 0, k] = ADD([0, k], zeros [steps, 1, k]) (broadcast)
+            fc = len(operands)
+            operands += [_empty(F32, [0, k], L.TEMPORARY_VARIABLE),
+                         _operand(*const(F32, np.zeros((dims[0], 1, k), np.float32))), _operand(*const(T.INT32, 0))]
+            operands[fc].number_of_consumers = 1
+            ops.append(TestOperation(Op.ADD, [fc, fc + 1, fc + 2], [i]))
+            ops.insert(-1, TestOperation(Op.FULLY_CONNECTED, [roi, w, w + 1, w + 2], [fc]))
+            continue
+        ops.append(TestOperation(Op.FULLY_CONNECTED, [roi, w, w + 1, w + 2], [fc]))
         operands[i] = dataclasses.replace(operands[i], lifetime=L.TEMPORARY_VARIABLE, data=None)
     for i in sg.output_indexes:
         o = operands[i]
@@ -93,6 +105,14 @@ def _lstm():
     from . import lstm
     tm, _ = lstm.lstm("lstm_zero_sized", F32, lstm.TANH, 0, 3, 4, 4, seed=1)
     return graft(tm, "scratch_buffer [0, 16], output_state_out [0, 4], cell_state_out [0, 4], output [0, 4]")
+
+
+def _bidi():
+    """Time-major input [2, 0, 3] (ADD broadcasting), states [0, 3] from FULLY_CONNECTED."""
+    from . import lstm
+    tm, _ = lstm.bidi("bidirectional_sequence_lstm_zero_sized", F32, lstm.TANH, 0, 2, 3, 3, 3, time_major=True,
+                      merge=False, states=True, seed=1)
+    return graft(tm, "fw_output [2, 0, 3], bw_output [2, 0, 3], fw/bw output and cell states [0, 3] each")
 
 
 def _svdf():
@@ -210,4 +230,5 @@ def models():
         _if(),
         _while(),
         _lsh(),
+        _bidi(),
     ]
