@@ -75,6 +75,7 @@ def graft(tm: TestModel, golden_dims: str) -> tuple[TestModel, str]:
         operands += [_operand(*c) for c in (const(F32, np.ones((k, 4), np.float32)),
                                             const(F32, np.zeros(k, np.float32)), const(T.INT32, 0))]
         operands[roi].number_of_consumers += 1
+        operands[i] = dataclasses.replace(operands[i], lifetime=L.TEMPORARY_VARIABLE, data=None)
         fc = i
         if len(dims) == 3:  # time-major [steps, 0, k] = ADD([0, k], zeros [steps, 1, k]) (broadcast)
             fc = len(operands)
@@ -85,7 +86,6 @@ def graft(tm: TestModel, golden_dims: str) -> tuple[TestModel, str]:
             ops.insert(-1, TestOperation(Op.FULLY_CONNECTED, [roi, w, w + 1, w + 2], [fc]))
             continue
         ops.append(TestOperation(Op.FULLY_CONNECTED, [roi, w, w + 1, w + 2], [fc]))
-        operands[i] = dataclasses.replace(operands[i], lifetime=L.TEMPORARY_VARIABLE, data=None)
     for i in sg.output_indexes:
         o = operands[i]
         assert 0 in o.dimensions, (tm.name, i)
