@@ -99,9 +99,9 @@ def graft(tm: TestModel, golden_dims: str) -> tuple[TestModel, str]:
 
 
 def _lstm():
-    """Not in :func:`models` yet: the reference LSTM fails batch 0 (runtime/ops/recurrent.py
-    builds the scratch buffer with ``reshape(x.shape[0], -1)``: "cannot reshape array of size
-    0"), where AOSP's ``LSTMCell`` loops over no batch row."""
+    """LSTM on batch 0 (AOSP's CpuExecutor does not check zero-sized inputs for LSTM and its
+    ``LSTMCell`` loops over no batch row; this spec found the reference's scratch-buffer
+    reshape failing there)."""
     from . import lstm
     tm, _ = lstm.lstm("lstm_zero_sized", F32, lstm.TANH, 0, 3, 4, 4, seed=1)
     return graft(tm, "scratch_buffer [0, 16], output_state_out [0, 4], cell_state_out [0, 4], output [0, 4]")
@@ -231,4 +231,5 @@ def models():
         _while(),
         _lsh(),
         _bidi(),
+        _lstm(),
     ]

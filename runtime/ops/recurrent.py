@@ -497,8 +497,9 @@ def _lstm_execute(ctx: OpContext):
     cell = read_lstm_cell(ctx, _lstm_slots(ctx), d, 20, 21, 22)
     x = f64(ctx, 0)
     out, c_new, blocks = lstm_step(cell, x, cell.p["h_in"], cell.p["c_in"])
-    scratch = np.concatenate([b.reshape(-1) for b in blocks]).reshape(x.shape[0], -1)
     outs = ctx.outputs
+    # the prepared [batch, gates * units] shape: a zero batch leaves no size to infer -1 from
+    scratch = np.concatenate([b.reshape(-1) for b in blocks]).reshape(tuple(outs[0].dims))
     return [from_float(outs[0], scratch), from_float(outs[1], out),
             from_float(outs[2], c_new), from_float(outs[3], out)]
 
