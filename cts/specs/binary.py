@@ -14,14 +14,14 @@ output scale must exceed input0 scale * input1 scale.
 Cases: the fused RELU, RELU1 and RELU6 of ADD, MUL and DIV on results spanning every clamp
 (below -1, in (-1, 1), in (1, 6), above 6), with both-sides and rank-lower broadcasting and
 batch > 1; quantized operands with zero point 0, mid-range and extreme (the type's min or
-max) and scales below and above 1 (:data:`.pointwise.ZP`); POW with same-shape
+max) and scales below and above 1 (:data:`.typed.ZP`); POW with same-shape
 and size-1 broadcasting; PRELU in every broadcasting form. No zero-sized inputs: AOSP
 registers MAXIMUM, MINIMUM, POW and PRELU without ``allowZeroSizedInput``.
 
 Golden: the numpy formulas of :data:`FORMULAS` (written from the definition above) on the
 real values the model feeds (dequantized ``(q - zeroPoint) * scale``), then the FuseCode
 clamp, and for quantized outputs round half away from zero with saturation
-(:func:`.pointwise.case`).
+(:func:`.typed.case`).
 """
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ import numpy as np
 
 from runtime.types import OperandType as T, OperationType as Op
 
-from .pointwise import FUSE, FUSE_NAMES, RELU, RELU1, RELU6, ZP, case, q, quarters, spans_fuse_codes, stored, v
+from . import const
+from .typed import FUSE, FUSE_NAMES, RELU, RELU1, RELU6, ZP, case, q, quarters, spans_fuse_codes, stored, v
 
 FAMILY = "binary"
 F32, F16, Q8, Q8S = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
@@ -60,9 +61,9 @@ def binary(name: str, op, a, b, out_t: T, out_scale: float = 0.0, out_zp: int = 
     """One model of ``op`` on tensors ``a`` and ``b`` (FuseCode ``act`` for fused ops)."""
     text, f = FORMULAS[op]
     lo, hi = FUSE[act]
-    scalars = [(T.INT32, act)] if op in FUSED else []
-    return case(name, FAMILY, op, _level(op, a.t), GOLDEN.format(text), lambda x, y: np.clip(f(x, y), lo, hi),
-                [a, b], out_t, out_scale, out_zp, scalars)
+    fuse = [const(T.INT32, act)] if op in FUSED else []
+    return case(name, FAMILY, op, None, [a, b, *fuse], lambda x, y, *_: np.clip(f(x, y), lo, hi),
+                GOLDEN.format(text), _level(op, a.t), out_t=out_t, out_q=(out_scale, out_zp))
 
 
 def _fused_activations(rng) -> list:

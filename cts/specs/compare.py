@@ -22,7 +22,7 @@ both-sides broadcasting. SELECT with quant8 zero points 0 and extreme. No zero-s
 inputs: AOSP registers the comparisons and SELECT without ``allowZeroSizedInput``.
 
 Golden: the numpy operators of :data:`FORMULAS` on the real input values
-(:func:`.pointwise.case`); every quantized value here is exact on its grid.
+(:func:`.typed.case`); every quantized value here is exact on its grid.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ import numpy as np
 
 from runtime.types import OperandType as T, OperationType as Op
 
-from .pointwise import ZP, case, q_of, quarters, v
+from .typed import ZP, case, q_of, quarters, v
 
 FAMILY = "compare"
 F32, F16, I32, B8 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8
@@ -49,7 +49,7 @@ COMPARISONS = (Op.EQUAL, Op.NOT_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.LESS, Op
 def _model(name, op, tensors, out_t=B8, out_q=(0.0, 0)):
     text, f = FORMULAS[op]
     level = 4 if any(x.t == Q8S for x in tensors) else 3
-    return case(name, FAMILY, op, level, GOLDEN.format(text), f, tensors, out_t, *out_q)
+    return case(name, FAMILY, op, None, tensors, f, GOLDEN.format(text), level, out_t=out_t, out_q=out_q)
 
 
 def _shared(rng, step: float, lo: float, hi: float, sa, sb):

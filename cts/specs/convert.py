@@ -18,7 +18,7 @@ DEQUANTIZE with scales above 1 and the extreme zero point. Not zero-sized inputs
 a model that produces them; AOSP's QUANTIZE and DEQUANTIZE accept them).
 
 Golden: the stored values (CAST: a copy, or the integer value as a float; a
-hand calculation), or the formulas above in numpy (QUANTIZE, DEQUANTIZE, :func:`.pointwise.case`).
+hand calculation), or the formulas above in numpy (QUANTIZE, DEQUANTIZE, :func:`.typed.case`).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import numpy as np
 from runtime.types import OperandType as T, OperationType as Op
 
 from . import expect, inp, one_operation
-from .pointwise import ZP, case, q, quarters, stored, v
+from .typed import ZP, case, q, quarters, stored, v
 
 FAMILY = "convert"
 F32, F16, Q8, Q8S = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
@@ -62,15 +62,15 @@ def _casts(rng) -> list:
 
 
 def _quantize(name, x, out_t, scale, zp):
-    return case(name, FAMILY, Op.QUANTIZE, 3 if out_t == Q8 else 4,
+    return case(name, FAMILY, Op.QUANTIZE, None, [x], lambda r: r,
                 "numpy formula: clamp(round half away(x / scale) + zeroPoint) (cts/specs/convert.py)",
-                lambda r: r, [x], out_t, scale, zp)
+                3 if out_t == Q8 else 4, out_t=out_t, out_q=(scale, zp))
 
 
 def _dequantize(name, x, out_t):
     level = {Q8: 1 if out_t == F32 else 3, Q8SYMM: 3, Q8S: 4}[x.t]
-    return case(name, FAMILY, Op.DEQUANTIZE, level, "numpy formula: (q - zeroPoint) * scale (cts/specs/convert.py)",
-                lambda r: r, [x], out_t)
+    return case(name, FAMILY, Op.DEQUANTIZE, None, [x], lambda r: r,
+                "numpy formula: (q - zeroPoint) * scale (cts/specs/convert.py)", level, out_t=out_t)
 
 
 def models():

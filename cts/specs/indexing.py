@@ -16,7 +16,7 @@ negative begin and stride; HASHTABLE_LOOKUP TENSOR_INT32 values with a miss, and
 values in every regime with every lookup found (what a miss writes into a quantized row,
 stored 0 or the zero point, the definition does not say).
 
-Goldens: numpy indexing, ``numpy.take``, ``numpy.searchsorted`` (:mod:`.per_type`).
+Goldens: numpy indexing, ``numpy.take``, ``numpy.searchsorted`` (:func:`.typed.cases`).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import numpy as np
 from runtime.types import OperandType as T, OperationType as Op
 
 from . import const
-from .per_type import DATA, cases, data
+from .typed import DATA, cases, data
 
 FAMILY = "indexing"
 Q8, Q8S, I32 = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_INT32

@@ -14,7 +14,7 @@ axis: CONCATENATION and REVERSE are defined for axes in [0, rank), PACK for [0, 
 cells "axis = negative" of these three cannot be filled.
 
 Goldens: ``numpy.concatenate``, ``numpy.split``, ``numpy.stack``, ``numpy.tile``,
-``numpy.flip`` (:mod:`.per_type`).
+``numpy.flip`` (:func:`.typed.cases`).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import numpy as np
 from runtime.types import OperandType as T, OperationType as Op
 
 from . import const
-from .per_type import DATA, cases, data
+from .typed import DATA, cases, data
 
 FAMILY = "join"
 Q8, Q8S = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED

@@ -6,7 +6,7 @@ repeated; paddings < dims) or 1 = SYMMETRIC (it is; paddings <= dims); the outpu
 input 0's type, scale and zeroPoint. The cases cover both modes, ranks 1 to 4, asymmetric
 and maximal paddings, and TENSOR_FLOAT32, TENSOR_FLOAT16, TENSOR_INT32,
 TENSOR_QUANT8_ASYMM, TENSOR_QUANT8_ASYMM_SIGNED, the quantized types in every regime of
-:data:`~cts.specs.variations.QUANT_REGIMES` (:mod:`.per_type`).
+:data:`~cts.specs.variations.QUANT_REGIMES` (:func:`.typed.cases`).
 
 Goldens: ``numpy.pad`` with mode "reflect" (REFLECT) or "symmetric" (SYMMETRIC), an
 independent library implementation, or the hand calculation of NNAPI's own example.
@@ -18,7 +18,7 @@ import numpy as np
 from runtime.types import OperandType as T, OperationType as Op
 
 from . import const, expect, inp, one_operation
-from .per_type import DATA, cases, data
+from .typed import DATA, cases, data
 
 FAMILY = "mirror_pad"
 MODES = {0: "reflect", 1: "symmetric"}

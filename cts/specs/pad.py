@@ -13,7 +13,7 @@ TENSOR_QUANT8_ASYMM and TENSOR_QUANT8_ASYMM_SIGNED, every regime of
 :data:`~cts.specs.variations.QUANT_REGIMES`.
 
 Golden: ``numpy.pad(x, paddings, constant_values=v)`` on the dequantized input, v = 0
-(PAD) or the pad value's real value (PAD_V2) (:mod:`.per_type`).
+(PAD) or the pad value's real value (PAD_V2) (:func:`.typed.cases`).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import numpy as np
 from runtime.types import OperandType as T, OperationType as Op
 
 from . import const
-from .per_type import DATA, FLOATS, cases, data
+from .typed import DATA, FLOATS, cases, data
 
 FAMILY = "pad"
 Q8, Q8S = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED

@@ -17,7 +17,7 @@ keep_dims false; REDUCE_ALL and REDUCE_ANY on TENSOR_BOOL8 with keep_dims true a
 
 Goldens: ``numpy.mean``, ``numpy.max``, ``numpy.min``, ``numpy.prod``, ``numpy.sum``,
 ``numpy.all``, ``numpy.any``, ``numpy.argmax``,
-``numpy.argmin``, ``numpy.argsort`` on the dequantized input (:mod:`.per_type`).
+``numpy.argmin``, ``numpy.argsort`` on the dequantized input (:func:`.typed.cases`).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ import numpy as np
 from runtime.types import OperandType as T, OperationType as Op
 
 from . import const
-from .per_type import DATA, cases, data
+from .typed import DATA, cases, data
 
 FAMILY = "reduce"
 Q8, Q8S = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED

@@ -15,7 +15,7 @@ Cases: TENSOR_QUANT8_ASYMM and TENSOR_QUANT8_ASYMM_SIGNED in every regime of
 type it accepts (TENSOR_QUANT16_ASYMM/SYMM, TENSOR_QUANT8_SYMM, per-channel, TENSOR_BOOL8).
 
 Goldens: ``numpy.reshape``, ``numpy.squeeze``, ``numpy.expand_dims``, ``numpy.transpose``,
-``numpy.ndim`` (:mod:`.per_type`), ``numpy.full``.
+``numpy.ndim`` (:func:`.typed.cases`), ``numpy.full``.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import numpy as np
 from runtime.types import OperandType as T, OperationType as Op
 
 from . import const, expect, inp, omitted, one_operation
-from .per_type import DATA, cases, data
+from .typed import DATA, cases, data
 
 FAMILY = "reshape"
 Q8, Q8S = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED

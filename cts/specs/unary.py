@@ -12,7 +12,7 @@ LOGISTIC's is scale 1/256 with zeroPoint 0 (TENSOR_QUANT8_ASYMM) or -128
 FL3) or 0 (signed); HARD_SWISH and RSQRT outputs have their own.
 
 Cases: the quant regimes the corpus misses (zero point 0, mid-range, extreme; scale < 1 and
-> 1, :data:`.pointwise.ZP`), on the input where the output's quantization is fixed; float16
+> 1, :data:`.typed.ZP`), on the input where the output's quantization is fixed; float16
 RELU1 and LOGISTIC (FL3); batch > 1. Left out: zero-sized inputs of ELU and of the FL3 math
 operations (AOSP registers them without ``allowZeroSizedInput``), and of HARD_SWISH (AOSP
 accepts them, but a declared dimension 0 of a model input means "unknown": the zero-sized
@@ -22,7 +22,7 @@ saturates.
 
 Golden: the numpy formulas of :data:`FORMULAS` on the real input values (dequantized
 ``(q - zeroPoint) * scale``), quantized outputs rounded half away from zero and saturated
-(:func:`.pointwise.case`).
+(:func:`.typed.case`).
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ import numpy as np
 from runtime.types import OperandType as T, OperationType as Op
 
 from . import const, expect, inp, one_operation
-from .pointwise import ZP, case, q, quarters, stored, v
+from .typed import ZP, case, q, quarters, stored, v
 
 FAMILY = "unary"
 F32, F16, Q8, Q8S = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
@@ -64,7 +64,7 @@ def unary(name: str, op, x, out_q=None):
     fixed one of LOGISTIC / TANH, or the input's (RELU, RELU1, RELU6)."""
     text, f = FORMULAS[op]
     scale, zp = out_q or FIXED.get((op, x.t), (x.scale, x.zp))
-    return case(name, FAMILY, op, _level(op, x.t), GOLDEN.format(text), f, [x], x.t, scale, zp)
+    return case(name, FAMILY, op, None, [x], f, GOLDEN.format(text), _level(op, x.t), out_t=x.t, out_q=(scale, zp))
 
 
 def _quantized(rng) -> list:
