@@ -43,18 +43,26 @@ def binary_model(op, constant, dims=(2,)):
     return _finish(m, [x], [add_constant_op(m, op, x, constant, dims)])
 
 
-def if_model(dims=(2,)):
-    """IF(cond, then: x + 10, else: x - 10)(x)."""
-    then_m, else_m = binary_model(Op.ADD, 10.0, dims), binary_model(Op.SUB, 10.0, dims)
+def if_graph(then_m, else_m, dims=(2,), cond_dims=(1,)):
+    """IF(cond, then_m, else_m)(x) with a TENSOR_BOOL8 ``cond_dims`` condition and x, y of
+    ``dims``; inputs (cond, x), output y identified, not finished (tests of bad graphs
+    finish it themselves)."""
     m = Model()
-    cond = m.add_operand(B8, [1])
+    cond = m.add_operand(B8, list(cond_dims))
     t, e = m.add_operand(T.SUBGRAPH), m.add_operand(T.SUBGRAPH)
     m.set_operand_value_from_model(t, then_m)
     m.set_operand_value_from_model(e, else_m)
-    x = m.add_operand(F32, list(dims))
-    y = m.add_operand(F32, list(dims))
+    x, y = m.add_operand(F32, list(dims)), m.add_operand(F32, list(dims))
     m.add_operation(Op.IF, [cond, t, e, x], [y])
-    return _finish(m, [cond, x], [y])
+    m.identify_inputs_and_outputs([cond, x], [y])
+    return m
+
+
+def if_model(dims=(2,)):
+    """IF(cond, then: x + 10, else: x - 10)(x)."""
+    m = if_graph(binary_model(Op.ADD, 10.0, dims), binary_model(Op.SUB, 10.0, dims), dims)
+    m.finish()
+    return m
 
 
 def condition_model(op):
@@ -199,15 +207,8 @@ def test_while_output_too_small_gives_insufficient_size_with_actual_dimensions()
 
 
 def test_unknown_rank_inside_a_branch_is_resolved_at_execution():
-    then_m, else_m = (binary_model(Op.ADD, 1.0, ()), binary_model(Op.SUB, 1.0, ()))  # rank 0 = unknown
-    m = Model()
-    cond = m.add_operand(B8, [1])
-    t, e = m.add_operand(T.SUBGRAPH), m.add_operand(T.SUBGRAPH)
-    m.set_operand_value_from_model(t, then_m)
-    m.set_operand_value_from_model(e, else_m)
-    x, y = m.add_operand(F32, [2, 2]), m.add_operand(F32, [2, 2])
-    m.add_operation(Op.IF, [cond, t, e, x], [y])
-    _finish(m, [cond, x], [y])
+    m = if_graph(binary_model(Op.ADD, 1.0, ()), binary_model(Op.SUB, 1.0, ()), (2, 2))  # rank 0 = unknown
+    m.finish()
     # [[1, 2], [3, 4]] - 1 = [[0, 1], [2, 3]]
     out = run(m, [np.array([False]), np.arange(1, 5, dtype=np.float32).reshape(2, 2)], 4)
     assert out.tolist() == [0, 1, 2, 3]
@@ -310,14 +311,7 @@ def test_branch_with_the_wrong_input_count_is_rejected():
     y = two_inputs.add_operand(F32, [2])
     two_inputs.add_operation(Op.ADD, [a, b, act], [y])
     _finish(two_inputs, [a, b], [y])
-    m = Model()
-    cond = m.add_operand(B8, [1])
-    t, e = m.add_operand(T.SUBGRAPH), m.add_operand(T.SUBGRAPH)
-    m.set_operand_value_from_model(t, two_inputs)
-    m.set_operand_value_from_model(e, binary_model(Op.SUB, 1.0))
-    x, out = m.add_operand(F32, [2]), m.add_operand(F32, [2])
-    m.add_operation(Op.IF, [cond, t, e, x], [out])
-    m.identify_inputs_and_outputs([cond, x], [out])
+    m = if_graph(two_inputs, binary_model(Op.SUB, 1.0))
     with pytest.raises(NnapiError) as err:
         m.finish()
     assert err.value.code == ResultCode.BAD_DATA
@@ -325,25 +319,11 @@ def test_branch_with_the_wrong_input_count_is_rejected():
 
 
 def test_incompatible_operand_and_bad_condition_shape_are_rejected():
-    m = Model()
-    cond = m.add_operand(B8, [2])  # must be [1]
-    t, e = m.add_operand(T.SUBGRAPH), m.add_operand(T.SUBGRAPH)
-    m.set_operand_value_from_model(t, binary_model(Op.ADD, 1.0))
-    m.set_operand_value_from_model(e, binary_model(Op.SUB, 1.0))
-    x, out = m.add_operand(F32, [2]), m.add_operand(F32, [2])
-    m.add_operation(Op.IF, [cond, t, e, x], [out])
-    m.identify_inputs_and_outputs([cond, x], [out])
+    m = if_graph(binary_model(Op.ADD, 1.0), binary_model(Op.SUB, 1.0), cond_dims=(2,))  # must be [1]
     with pytest.raises(NnapiError) as err:
         m.finish()
     assert "condition" in err.value.message
-    m = Model()
-    cond = m.add_operand(B8, [1])
-    t, e = m.add_operand(T.SUBGRAPH), m.add_operand(T.SUBGRAPH)
-    m.set_operand_value_from_model(t, binary_model(Op.ADD, 1.0))
-    m.set_operand_value_from_model(e, binary_model(Op.SUB, 1.0))
-    x, out = m.add_operand(F32, [3]), m.add_operand(F32, [3])  # branches take [2]
-    m.add_operation(Op.IF, [cond, t, e, x], [out])
-    m.identify_inputs_and_outputs([cond, x], [out])
+    m = if_graph(binary_model(Op.ADD, 1.0), binary_model(Op.SUB, 1.0), dims=(3,))  # branches take [2]
     with pytest.raises(NnapiError) as err:
         m.finish()
     assert "dimensions differ" in err.value.message
