@@ -21,10 +21,10 @@ from runtime.ops.base import OperandView
 from runtime.testing.test_model import TestModel, TestSubgraph, corpus_files, load_spec
 from runtime.types import OperandLifeTime as L, OperationType
 
+from cts.specs import VERSION as SPECS_VERSION
+
 from . import axes
 
-#: Version directory of our own built specs (``cts.specs.VERSION``).
-SPECS_VERSION = "SPECS"
 SOURCES = ("corpus", "specs")
 _CONSTANT = (L.CONSTANT_COPY, L.CONSTANT_REFERENCE)
 
@@ -64,7 +64,7 @@ def _views(sg: TestSubgraph, idxs: list[int], main: bool = False) -> list[Operan
 
 def scan_model(tm: TestModel, hits: Hits) -> None:
     """Add the cells every operation of ``tm`` (all subgraphs) covers to ``hits``."""
-    source = "specs" if tm.version == SPECS_VERSION else "corpus"
+    source = "specs" if tm.version == SPECS_VERSION else "corpus"  # cts/specs/built
     hits.models[source] += 1
     for sg in (tm.main, *tm.referenced):
         for op in sg.operations:

@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from runtime.testing.test_model import TestModel, TestOperand, TestOperation, TestSubgraph
-from runtime.types import OperandLifeTime as L, OperandType as T, OperationType, operand_dtype
+from runtime.types import (OperandLifeTime as L, OperandType as T, OperationType, is_quantized_type,
+                           operand_dtype)
 
 BUILT = Path(__file__).resolve().parent / "built"
 #: Version directory of the built documents (test ids ``SPECS/<family>/<name>``).
@@ -69,8 +70,11 @@ def const(t: T, value, scale: float = 0.0, zp: int = 0, channel_quant=None) -> t
 
 
 def omitted(t: T) -> tuple:
-    """An omitted optional input (NO_VALUE: ``setOperandValue(i, nullptr, 0)``)."""
-    return ("omitted", t, None, 0.0, 0, None)
+    """An omitted optional input (NO_VALUE: ``setOperandValue(i, nullptr, 0)``). The operand
+    is still declared validly: a per-tensor quantized type gets scale 1.0 (NNAPI requires
+    scale > 0 for it, value or not)."""
+    scale = 1.0 if is_quantized_type(t) and t != T.TENSOR_QUANT8_SYMM_PER_CHANNEL else 0.0
+    return ("omitted", t, None, scale, 0, None)
 
 
 def expect(t: T, value, scale: float = 0.0, zp: int = 0) -> tuple:
@@ -85,7 +89,7 @@ _SCALARS = (T.INT32, T.FLOAT32, T.FLOAT16, T.BOOL, T.UINT32)
 
 def _operand(role: str, t: T, value, scale: float, zp: int, channel_quant) -> TestOperand:
     if value is None:  # omitted: a scalar slot, or a tensor of unknown shape
-        return TestOperand(t, [], 0.0, 0, _LIFETIMES[role], 1, False, None, None)
+        return TestOperand(t, [], scale, zp, _LIFETIMES[role], 1, False, None, None)
     dims = [] if t in _SCALARS else list(value.shape)
     return TestOperand(t, dims, scale, zp, _LIFETIMES[role], int(role != "output"), False, channel_quant,
                        np.asarray(value, operand_dtype(t)).reshape(dims or ()))
