@@ -36,7 +36,7 @@ import numpy as np
 from runtime.types import OperandType as T, OperationType as Op
 
 from . import const, expect, inp, omitted, one_operation
-from .variations import f32, stored_range
+from .variations import f32, quantize
 
 FAMILY = "quantized_lstm"
 Q8, Q8S, Q8Y, Q16, I32 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM,
@@ -47,8 +47,7 @@ GOLDEN = "numpy formula: QUANTIZED_LSTM gate equations on dequantized inputs (ct
 
 def quant(x, scale, zp, t):
     """round(x / scale) + zp, half away from zero, saturated to ``t``."""
-    q = np.asarray(x, np.float64) / f32(scale)
-    return np.clip(np.sign(q) * np.floor(np.abs(q) + 0.5) + zp, *stored_range(t)).astype(np.int64)
+    return quantize(x, f32(scale), zp, t)
 
 
 def deq(q, scale, zp=0):

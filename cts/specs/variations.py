@@ -120,8 +120,6 @@ QUANT_REGIMES = {
     T.TENSOR_QUANT16_SYMM: (("scale_small", 0.125, 0), ("scale_large", 4.0, 0)),
     T.TENSOR_QUANT8_SYMM: (("scale_small", 0.125, 0), ("scale_large", 4.0, 0)),
 }
-_RANGE = {T.TENSOR_QUANT8_ASYMM: (0, 255), T.TENSOR_QUANT8_ASYMM_SIGNED: (-128, 127),
-          T.TENSOR_QUANT8_SYMM_PER_CHANNEL: (-127, 127), T.TENSOR_INT32: (-2 ** 31, 2 ** 31 - 1)}
 
 
 def stored_range(t: T) -> tuple[int, int]:
@@ -156,7 +154,8 @@ def quantize(x: np.ndarray, scale, zp, t: T) -> np.ndarray:
     be per-channel, broadcast against ``x``)."""
     q = np.asarray(x, np.float64) / np.asarray(scale, np.float64)
     q = np.sign(q) * np.floor(np.abs(q) + 0.5) + zp
-    return np.clip(q, *_RANGE[t]).astype(np.int64)
+    lo, hi = (-127, 127) if t == T.TENSOR_QUANT8_SYMM_PER_CHANNEL else stored_range(t)  # symmetric
+    return np.clip(q, lo, hi).astype(np.int64)
 
 
 def _per_channel_scales(w: np.ndarray, dim: int) -> np.ndarray:
