@@ -49,34 +49,16 @@ import numpy as np
 
 from runtime import ops
 from runtime.errors import OperationError
+from runtime.ops.domains import AXIS_NAMES, DOMAINS, EXTRA_VALUES
 from runtime.ops.base import Arg, OpContext, OperandView, OperationDef, Signature
 from runtime.types import (OperandType as T, OperationType, is_quantized_type, is_tensor_type,
                            operand_dtype)
 
 AXES = ("signature", "enum", "quant", "shape", "optional")
 
-#: Enumerated scalar slots by Arg name: (label, value) pairs. NNAPI FuseCode (0-3);
-#: PaddingCode; the layout flag; BOX_WITH_NMS_LIMIT's
-#: kernels; MIRROR_PAD's modes; LSHProjectionType; INT32 flags (keep_dims of MEAN,
-#: time_major of UNIDIRECTIONAL_SEQUENCE_RNN: non-zero = true).
-DOMAINS: dict[str, tuple[tuple[str, object], ...]] = {
-    "activation": (("NONE", 0), ("RELU", 1), ("RELU1", 2), ("RELU6", 3)),
-    "padding_scheme": (("SAME", 1), ("VALID", 2)),
-    "layout": (("NHWC", False), ("NCHW", True)),
-    "nms_kernel": (("hard", 0), ("linear", 1), ("gaussian", 2)),
-    "mode": (("REFLECT", 0), ("SYMMETRIC", 1)),
-    "type": (("SPARSE_DEPRECATED", 1), ("DENSE", 2), ("SPARSE", 3)),
-    "keep_dims": (("false", 0), ("true", 1)),
-    "time_major": (("false", 0), ("true", 1)),
-}
-#: Values beyond a domain that some operations accept (LSTM's activation: TANH, SIGMOID):
-#: a cell only where the operation's ``validate`` checks the slot (rejects an absurd value)
-#: and accepts the value.
-EXTRA_VALUES = {"activation": (("TANH", 4), ("SIGMOID", 6))}
 _ABSURD = 12345
 _BOOL_DOMAIN = (("false", False), ("true", True))
-#: Axis slots (scalar or 1-D tensor of axes): sign of the given axes.
-AXIS_NAMES = ("axis", "axes")
+#: Sign of the given axes (scalar or 1-D tensor of axes).
 _AXIS_DOMAIN = (("positive", 0), ("negative", -1))
 #: Input name pairs of element-wise binary operations that broadcast (NNAPI: ADD, MUL, SUB,
 #: DIV, comparisons, logical AND/OR, MAXIMUM, MINIMUM: input0/input1; POW; PRELU).

@@ -161,6 +161,12 @@ class OperationDef:
     #: SPLIT's outputs do.
     variadic_outputs: bool = False
 
+    #: Random-graph generation constraints (:mod:`runtime.ops.generation`):
+    #: ``generate(draft)`` states what the defaults cannot know about a valid use (filter
+    #: and bias shapes, parameter tensors, value ranges, fixed output quantizations); None:
+    #: the defaults suffice (element-wise operations).
+    generate: Callable | None = None
+
     #: AOSP facts: which operands AOSP's CPU executor (``packages/modules/NeuralNetworks``,
     #: ``common/CpuExecutor.cpp``) lets this operation take. The coverage matrix marks the
     #: cells they rule out impossible; validation and execution do not read them. Defaults

@@ -1,0 +1,314 @@
+"""Generation constraints of the operation table: how a random graph (``random_graph/``)
+drafts one valid use of an operation.
+
+A draft (:class:`Draft`) holds one :class:`Slot` per input of the chosen signature. The
+generator fills it in three steps:
+
+1. :func:`draft_defaults`: every tensor slot of input 0's type gets input 0's dimensions
+   (the element-wise rule); other tensors a shape of an allowed rank; quantized tensors a
+   scale in [0.1, 2] and a zero point across the type's range (0 for symmetric types; one
+   scale per channel on dimension 0 for per-channel filters); data values come from the
+   slot's range (floats [-2, 2], integers [-10, 10], quantized: the type's whole range,
+   booleans: either); scalars from the slot's domain (:mod:`runtime.ops.domains`: fused
+   activations, padding codes, layouts ...; an axis in [-rank, rank) of input 0; other INT32
+   scalars 1..3, other floats [0.1, 2], BOOL either). Optional slots are given (omitted
+   only where AOSP lets the operation take omitted operands).
+2. The operation's own ``generate(draft)`` (:attr:`OperationDef.generate`), declared next to
+   its signatures, states what the defaults cannot know: filter and bias shapes, parameter
+   tensors (permutations, paddings, block shapes), value ranges (positive inputs of LOG,
+   non-zero divisors), fixed output quantizations.
+3. The generator checks the draft with the operation's ``validate`` and ``prepare`` and
+   runs its kernel; a draft they reject is drawn again.
+
+Everything is drawn from ``draft.rng`` (a ``numpy.random.Generator``), so a graph is
+reproducible from its seed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..types import OperandType as T, is_quantized_type, is_tensor_type, operand_dtype
+from .base import Arg, OperationDef, Signature
+from .domains import AXIS_NAMES, DOMAINS
+
+#: Range of float data values (NNAPI TestRandomGraph draws from [-2, 2] too... for inputs).
+FLOAT_RANGE = (-2.0, 2.0)
+#: Range of TENSOR_INT32 data values.
+INT_RANGE = (-10, 10)
+#: Range of the scale of a generated quantized operand.
+SCALE_RANGE = (0.1, 2.0)
+SYMMETRIC = (T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT16_SYMM, T.TENSOR_QUANT8_SYMM_PER_CHANNEL)
+
+
+def quant_limits(t: T) -> tuple[int, int]:
+    """(min, max) stored value of quantized tensor type ``t``."""
+    info = np.iinfo(operand_dtype(t))
+    return int(info.min), int(info.max)
+
+
+@dataclass
+class Slot:
+    """One input of a drafted operation.
+
+    ``dims``: tensor dimensions ([] for scalars). ``value``: the value of a parameter (a
+    constant the generator must not change), shaped by ``dims``; None for data, drawn from
+    [``low``, ``high``] (None: the type's default range) with ``nonzero`` excluding 0 (for
+    quantized types: the stored value equal to the zero point). ``scale``/``zero_point``/
+    ``channel_quant`` (scales, channel dimension): the quantization. ``omitted``: passed as
+    NO_VALUE. ``linkable``: the slot may take an earlier operation's output (data slots)."""
+
+    arg: Arg
+    dims: list[int] = field(default_factory=list)
+    value: np.ndarray | None = None
+    low: float | None = None
+    high: float | None = None
+    nonzero: bool = False
+    scale: float = 0.0
+    zero_point: int = 0
+    channel_quant: tuple[tuple[float, ...], int] | None = None
+    omitted: bool = False
+    linkable: bool = True
+
+    @property
+    def type(self) -> T:
+        return self.arg.type
+
+    @property
+    def is_tensor(self) -> bool:
+        return is_tensor_type(self.arg.type)
+
+
+@dataclass
+class Primary:
+    """An earlier operand input 0 is linked to: its type, dimensions, quantization and
+    values (drafts keep input 0 like it unless the operation cannot take it)."""
+
+    type: T
+    dims: list[int]
+    scale: float
+    zero_point: int
+    value: np.ndarray
+
+
+class Draft:
+    """The inputs of one use of ``opdef`` with signature ``sig`` (see the module docstring).
+
+    ``max_dim``: largest dimension drawn; ``max_elements``: largest element count of a drawn
+    shape; ``ranks``: ranks a primary tensor may take (None: the signature's); ``primary``:
+    the operand input 0 links to, or None. ``out_quant[j]`` = (scale, zero point) fixes
+    output j's quantization (otherwise the slot's ``fixed_quant``, else the generator picks
+    one that fits the computed values)."""
+
+    def __init__(self, opdef: OperationDef, sig: Signature, rng: np.random.Generator,
+                 max_dim: int = 10, max_elements: int = 4096, ranks=None, primary: Primary | None = None):
+        self.opdef, self.sig, self.rng = opdef, sig, rng
+        self.max_dim, self.max_elements = max_dim, max_elements
+        self.ranks = tuple(ranks) if ranks else None
+        self.primary = primary
+        self.slots = [Slot(a) for a in sig.inputs]
+        self.out_quant: dict[int, tuple[float, int]] = {}
+
+    # --- random draws -------------------------------------------------------------------
+    def integer(self, lo: int, hi: int) -> int:
+        """A uniform integer in [lo, hi]."""
+        return int(self.rng.integers(lo, hi + 1))
+
+    def uniform(self, lo: float, hi: float) -> float:
+        return float(self.rng.uniform(lo, hi))
+
+    def coin(self, p: float = 0.5) -> bool:
+        return bool(self.rng.random() < p)
+
+    def choice(self, seq):
+        return seq[int(self.rng.integers(len(seq)))]
+
+    def dim(self, lo: int = 1, hi: int | None = None) -> int:
+        """A dimension in [lo, hi] (default hi: ``max_dim``), log-uniform so small ones are
+        common."""
+        hi = max(lo, self.max_dim if hi is None else min(hi, self.max_dim))
+        return int(min(hi, max(lo, round(np.exp(self.rng.uniform(np.log(lo), np.log(hi + 1)) - 0.5)))))
+
+    def shape(self, rank: int, lo: int = 1, budget: int | None = None) -> list[int]:
+        """``rank`` dimensions >= ``lo`` whose product is at most ``budget`` (default
+        ``max_elements``): drawn, then the largest halved until it fits."""
+        budget = budget or self.max_elements
+        dims = [self.dim(lo) for _ in range(rank)]
+        while dims and int(np.prod(dims)) > budget and max(dims) > lo:
+            k = int(np.argmax(dims))
+            dims[k] = max(lo, dims[k] // 2)
+        return dims
+
+    def quant(self, t: T) -> tuple[float, int]:
+        """(scale, zero point) for a new operand of quantized type ``t``."""
+        scale = float(np.float32(self.uniform(*SCALE_RANGE)))
+        if t in SYMMETRIC:
+            return scale, 0
+        lo, hi = quant_limits(t)
+        return scale, self.integer(lo, hi)
+
+    def rank_for(self, arg: Arg, prefer: int | None = None) -> int:
+        """A rank ``arg`` allows (``prefer`` if allowed), within the draft's ``ranks``."""
+        allowed = list(arg.ranks or (1, 2, 3, 4))
+        if prefer in allowed:
+            return prefer
+        narrowed = [r for r in allowed if self.ranks is None or r in self.ranks]
+        return self.choice(narrowed or allowed)
+
+    # --- slots ----------------------------------------------------------------------------
+    def __getitem__(self, k: int) -> Slot:
+        return self.slots[k]
+
+    def index(self, name: str) -> int:
+        """Index of the slot named ``name`` (the first, for a variadic slot)."""
+        for k, s in enumerate(self.slots):
+            if s.arg.name == name:
+                return k
+        raise KeyError(name)
+
+    def slot(self, name: str) -> Slot:
+        return self.slots[self.index(name)]
+
+    def param(self, k: int | str, value, dims: list[int] | None = None) -> None:
+        """Make slot ``k`` (index or name) a constant parameter holding ``value`` (cast to
+        the slot's type; a tensor gets ``dims``, default the value's shape)."""
+        s = self.slots[self.index(k) if isinstance(k, str) else k]
+        arr = np.asarray(value, dtype=operand_dtype(s.type))
+        if s.is_tensor:
+            s.dims = list(dims) if dims is not None else list(arr.shape) or [1]
+            arr = arr.reshape(s.dims)
+        else:
+            arr = arr.reshape(())
+        s.value, s.omitted, s.linkable = arr, False, False
+
+    def tensor(self, k: int | str, dims, quant: tuple[float, int] | None = None, **fields) -> Slot:
+        """Give data slot ``k`` dimensions ``dims`` (and a quantization, or keep the drawn
+        one; other Slot fields by keyword)."""
+        s = self.slots[self.index(k) if isinstance(k, str) else k]
+        s.dims, s.value, s.omitted = [int(d) for d in dims], None, False
+        if quant is not None:
+            s.scale, s.zero_point = float(quant[0]), int(quant[1])
+        if s.type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL and s.channel_quant is not None:
+            ch = min(s.channel_quant[1], len(s.dims) - 1)
+            s.channel_quant = (tuple(self.quant(s.type)[0] for _ in range(s.dims[ch])), ch)
+        for key, v in fields.items():
+            setattr(s, key, v)
+        return s
+
+    def per_channel(self, k: int | str, channel_dim: int) -> None:
+        """Per-channel scales of slot ``k`` over dimension ``channel_dim``."""
+        s = self.slots[self.index(k) if isinstance(k, str) else k]
+        s.channel_quant = (tuple(self.quant(s.type)[0] for _ in range(s.dims[channel_dim])), channel_dim)
+
+    @property
+    def dims0(self) -> list[int]:
+        """Dimensions of the first tensor input."""
+        for s in self.slots:
+            if s.is_tensor:
+                return s.dims
+        return []
+
+    @property
+    def rank0(self) -> int:
+        return len(self.dims0)
+
+
+def _scalar_default(d: Draft, s: Slot):
+    name, t = s.arg.name, s.type
+    if name in DOMAINS:
+        return d.choice([v for _, v in DOMAINS[name]])
+    if name in AXIS_NAMES and t == T.INT32:
+        r = max(d.rank0, 1)
+        return d.integer(-r, r - 1)
+    if t == T.BOOL:
+        return d.coin()
+    if t == T.INT32:
+        return d.integer(1, 3)
+    return d.uniform(0.1, 2.0)
+
+
+def draft_defaults(d: Draft) -> None:
+    """Step 1 of drafting (see the module docstring): shapes, quantizations and parameters
+    every operation starts from."""
+    first = next((k for k, s in enumerate(d.slots) if s.is_tensor), None)
+    for k, s in enumerate(d.slots):
+        a = s.arg
+        if a.optional and d.opdef.allows_omitted_operand and d.coin(0.2):
+            s.omitted, s.linkable = True, False
+            continue
+        if not s.is_tensor:
+            d.param(k, _scalar_default(d, s))
+            continue
+        s0 = d.slots[first]
+        if k == first:
+            if d.primary is not None and a.type == d.primary.type:
+                s.dims = list(d.primary.dims)
+                s.scale, s.zero_point = d.primary.scale, d.primary.zero_point
+            else:
+                s.dims = d.shape(d.rank_for(a))
+        elif a.type == s0.type and (a.ranks is None or len(s0.dims) in a.ranks):
+            s.dims = list(s0.dims)
+        else:
+            s.dims = d.shape(d.rank_for(a, len(s0.dims)))
+        if is_quantized_type(a.type) and not (k == first and d.primary is not None):
+            s.scale, s.zero_point = a.fixed_quant or d.quant(a.type)
+        if a.type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL:  # scales per channel, none per tensor
+            s.scale, s.zero_point = 0.0, 0
+            d.per_channel(k, 0)
+        if a.name in AXIS_NAMES and a.type == T.TENSOR_INT32:
+            r = max(d.rank0, 1)
+            n = d.integer(1, r)
+            axes = d.rng.permutation(r)[:n] - np.where(d.rng.random(n) < 0.5, r, 0)
+            d.param(k, axes.astype(np.int32), [n])
+        if a.fixed_quant is not None:
+            s.scale, s.zero_point = a.fixed_quant
+
+
+def fill(d: Draft, s: Slot) -> np.ndarray:
+    """Random data for slot ``s`` (shape ``s.dims``) from its range (see :class:`Slot`)."""
+    t, shape, rng = s.type, tuple(s.dims), d.rng
+    dtype = operand_dtype(t)
+    if t in (T.TENSOR_BOOL8, T.BOOL):
+        return rng.random(shape) < 0.5
+    if t in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.FLOAT32, T.FLOAT16):
+        lo, hi = (s.low if s.low is not None else FLOAT_RANGE[0],
+                  s.high if s.high is not None else FLOAT_RANGE[1])
+        v = rng.uniform(lo, hi, shape).astype(dtype)
+        if s.nonzero:
+            tiny = max(abs(hi - lo) * 0.05, 1e-3)
+            v = np.where(np.abs(v) < tiny, np.where(v < 0, -tiny, tiny), v).astype(dtype)
+        return v
+    if is_quantized_type(t):
+        qlo, qhi = quant_limits(t)
+        lo, hi = qlo, qhi
+        if s.scale and s.low is not None:
+            lo = max(qlo, int(np.ceil(s.low / s.scale + s.zero_point)))
+        if s.scale and s.high is not None:
+            hi = min(qhi, int(np.floor(s.high / s.scale + s.zero_point)))
+        v = rng.integers(lo, max(lo, hi) + 1, shape)
+        if s.nonzero:
+            v = np.where(v == s.zero_point, np.where(s.zero_point < qhi, s.zero_point + 1, s.zero_point - 1), v)
+        return v.astype(dtype)
+    lo = int(s.low) if s.low is not None else INT_RANGE[0]
+    hi = int(s.high) if s.high is not None else INT_RANGE[1]
+    v = rng.integers(lo, hi + 1, shape)
+    if s.nonzero:
+        v = np.where(v == 0, 1, v)
+    return v.astype(dtype)
+
+
+def in_range(s: Slot, value: np.ndarray) -> bool:
+    """Whether an earlier operand's ``value`` meets slot ``s``'s range (so it may link)."""
+    if s.low is None and s.high is None and not s.nonzero:
+        return True
+    v = np.asarray(value, np.float64)
+    if is_quantized_type(s.type):
+        v = (v - s.zero_point) * s.scale
+    if not np.all(np.isfinite(v)):
+        return False
+    if s.low is not None and v.size and v.min() < s.low:
+        return False
+    if s.high is not None and v.size and v.max() > s.high:
+        return False
+    return not (s.nonzero and np.any(v == 0))
