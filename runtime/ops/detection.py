@@ -91,9 +91,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..types import OperandType, OperationType
+from ..types import OperandType, OperationType, is_quantized_type
 from .base import OpContext, OperandView, OperationDef, check, register, scalar, sig, tensor
-from .common import from_float, from_nhwc, layout_flag, to_float, to_nhwc
+from .common import from_float, layout_dims, layout_flag, nhwc_dims, to_float, to_nhwc
+from .generation import in_range, quant_limits
 
 T = OperandType
 F32, F16, Q8, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
@@ -224,6 +225,86 @@ def _memo(ctx: OpContext, compute):
     return cached
 
 
+# --- random-graph drafting helpers (runtime/ops/generation.py; roi.py uses them too) -------
+#: Grid of generated box coordinates: multiples of 1/8, the TENSOR_QUANT16 box scale, so a
+#: box is exact in every box type (TENSOR_FLOAT16 too while coordinates stay below 256).
+BOX_UNIT = 8
+
+
+def box_values(d, t: OperandType, units: np.ndarray) -> np.ndarray:
+    """Box coordinates given in 1/8 units as slot type ``t`` stores them (quant16: the units
+    themselves, scale 0.125 zero point 0; floats: units / 8)."""
+    units = np.asarray(units, np.int64)
+    return units if box_quant(t) is not None else units / BOX_UNIT
+
+
+def draft_boxes(d, n: int, width_units: int, height_units: int) -> np.ndarray:
+    """``n`` valid boxes [n, 4] (x1 <= x2, y1 <= y2) in 1/8 units inside [0, width_units] x
+    [0, height_units]; a box now and then is degenerate (x1 == x2 or y1 == y2)."""
+    x = np.sort(d.rng.integers(0, max(width_units, 0) + 1, (n, 2)), axis=1)
+    y = np.sort(d.rng.integers(0, max(height_units, 0) + 1, (n, 2)), axis=1)
+    return np.stack([x[:, 0], y[:, 0], x[:, 1], y[:, 1]], 1)
+
+
+def _clustered_boxes(d, n: int, extent_units: int) -> np.ndarray:
+    """``n`` valid boxes [n, 4] in 1/8 units inside [0, extent]^2, jittered around one to
+    three cluster boxes, so that many pairs overlap (what NMS is about)."""
+    centers = d.rng.uniform(0.2, 0.8, (d.integer(1, 3), 2)) * extent_units
+    sizes = d.rng.uniform(0.1, 0.4, centers.shape) * extent_units
+    pick = d.rng.integers(0, len(centers), n)
+    c = centers[pick] + d.rng.normal(0, 0.15, (n, 2)) * sizes[pick]
+    half = sizes[pick] * d.rng.uniform(0.35, 0.65, (n, 2))
+    lo = np.clip(np.round(c - half), 0, extent_units)
+    hi = np.clip(np.round(c + half), lo, extent_units)
+    return np.stack([lo[:, 0], lo[:, 1], hi[:, 0], hi[:, 1]], 1).astype(np.int64)
+
+
+def _boxes_valid(value: np.ndarray, scale: float, zero_point: int, quant: bool) -> bool:
+    """Whether ``value`` [n, 4] holds valid, finite, non-negative boxes."""
+    b = np.asarray(value, np.float64).reshape(-1, 4)
+    if quant:
+        b = (b - zero_point) * scale
+    return bool(b.size and np.all(np.isfinite(b)) and np.all(b >= 0)
+                and np.all(b[:, 0] <= b[:, 2]) and np.all(b[:, 1] <= b[:, 3]))
+
+
+def linked_boxes(d, limit: int = 64) -> bool:
+    """Whether input 0 (a box tensor) links to an earlier [n <= limit, 4] output holding
+    valid boxes (a GENERATE_PROPOSALS / BOX_WITH_NMS_LIMIT roi output, say)."""
+    p, s = d.primary, d[0]
+    return p is not None and p.type == s.type and len(p.dims) == 2 and p.dims[1] == 4 \
+        and 1 <= p.dims[0] <= limit and (box_quant(s.type) is None or
+                                         (p.scale, p.zero_point) == BOX_QUANT) \
+        and _boxes_valid(p.value, p.scale, p.zero_point, box_quant(s.type) is not None)
+
+
+def score_slot(d, k: int) -> None:
+    """Slot ``k`` holds scores in [0, 1]; quantized: a scale of 1/255..1/128 from the type's
+    minimum (kept when input 0 links to an earlier output whose values are in [0, 1])."""
+    s = d[k]
+    s.low, s.high = 0.0, 1.0
+    if not is_quantized_type(s.type):
+        return
+    p = d.primary
+    if k == 0 and p is not None and list(p.dims) == s.dims and \
+            (p.scale, p.zero_point) == (s.scale, s.zero_point) and in_range(s, p.value):
+        return
+    s.scale = float(np.float32(1.0 / d.uniform(128, 255)))
+    s.zero_point = quant_limits(s.type)[0]
+
+
+def moderate_slot(d, k: int, bound: float) -> None:
+    """Slot ``k`` holds values in [-bound, bound] (box deltas: exp(dw) stays moderate);
+    quantized: a scale that spreads that range over most of the type's levels, zero point
+    near the middle."""
+    s = d[k]
+    s.low, s.high = -bound, bound
+    if is_quantized_type(s.type):
+        lo, hi = quant_limits(s.type)
+        s.scale = float(np.float32(2 * bound * d.uniform(1.05, 1.5) / (hi - lo)))
+        s.zero_point = (lo + hi + 1) // 2 + d.integer(-8, 8)
+
+
 # --- AXIS_ALIGNED_BBOX_TRANSFORM ---------------------------------------------------------
 
 def _bbox_sigs():
@@ -275,8 +356,30 @@ def _bbox_execute(ctx: OpContext):
     return [from_float(ctx.outputs[0], out.reshape(n, width))]
 
 
+def _generate_bbox(d) -> None:
+    """Valid rois (x1 <= x2, y1 <= y2) inside the images, batch indexes in [0, num_batches),
+    positive image sizes, deltas in [-1, 1] for 1-4 classes (NNAPI: roi/deltas/batches agree
+    on num_rois, deltas are 4 * num_classes wide; quant16 boxes at scale 0.125)."""
+    if linked_boxes(d):  # input 0 keeps an earlier op's boxes: images cover them
+        n = d.dims0[0]
+        d.tensor(0, d.dims0)
+        p = d.primary
+        top = float(np.max((np.asarray(p.value, np.float64) - p.zero_point) * (p.scale or 1.0)))
+        extent = max(16.0, float(np.ceil(top)))
+    else:
+        n = d.dim(1, 8)
+        extent = float(d.integer(16, 128))
+        d.param(0, box_values(d, d[0].type, draft_boxes(d, n, int(extent * BOX_UNIT),
+                                                        int(extent * BOX_UNIT))))
+    d.tensor(1, [n, 4 * d.dim(1, 4)])
+    moderate_slot(d, 1, 1.0)
+    batches = d.dim(1, 3)
+    d.param(2, d.rng.integers(0, batches, n).astype(np.int32), [n])
+    d.tensor(3, [batches, 2], low=extent, high=extent * 1.5)  # (height, width) per image
+
+
 register(OperationDef(OperationType.AXIS_ALIGNED_BBOX_TRANSFORM, _bbox_sigs(), _bbox_prepare,
-                      _bbox_execute,
+                      _bbox_execute, generate=_generate_bbox,
                       summary="Bounding-box regression of rois by per-class deltas, clipped to the image",
                       allows_zero_sized_input=True, aosp_source="GenerateProposalsExecution.cpp"))
 
@@ -378,8 +481,29 @@ def _nmslimit_execute(ctx: OpContext):
             (sel % classes).astype(np.int32), bt.astype(np.int32)]
 
 
+def _generate_nmslimit(d) -> None:
+    """Scores in [0, 1] for 2-5 classes, overlapping valid boxes per class, batch ids sorted
+    (NNAPI: a batch's boxes are consecutive), every kernel, thresholds so that some box
+    usually survives (the outputs' size is data dependent)."""
+    dims = d.dims0
+    if d.primary is not None and len(dims) == 2 and dims[1] >= 2 and dims[0] * dims[1] <= 64:
+        n, classes = dims
+    else:
+        n, classes = d.dim(1, 10), d.dim(2, 5)
+    d.tensor(0, [n, classes])
+    score_slot(d, 0)
+    extent = d.integer(16, 96) * BOX_UNIT
+    d.param(1, box_values(d, d[1].type, _clustered_boxes(d, n * classes, extent)), [n, 4 * classes])
+    d.param(2, np.sort(d.rng.integers(0, d.integer(1, 3), n)).astype(np.int32), [n])
+    d.param(3, d.uniform(0.0, 0.4))  # score_threshold
+    d.param(4, -1 if d.coin(0.25) else d.integer(1, n * (classes - 1)))  # < 0: unlimited
+    d.param(6, d.uniform(0.2, 0.8))  # iou_threshold
+    d.param(7, d.uniform(0.1, 1.0))  # sigma (Gaussian kernel)
+    d.param(8, d.uniform(0.0, 0.3) if d.coin(0.8) else 0.0)  # nms_score_threshold
+
+
 register(OperationDef(OperationType.BOX_WITH_NMS_LIMIT, _nmslimit_sigs(), _nmslimit_prepare,
-                      _nmslimit_execute,
+                      _nmslimit_execute, generate=_generate_nmslimit,
                       summary="Per-class hard / linear / Gaussian NMS with score threshold and "
                               "detection limit",
                       allows_zero_sized_input=True, aosp_source="GenerateProposalsExecution.cpp"))
@@ -469,8 +593,40 @@ def _proposal_execute(ctx: OpContext):
             batches.astype(np.int32)]
 
 
+def _generate_proposals(d) -> None:
+    """Scores [b, h, w, a] in [0, 1] (NCHW when layout), deltas [b, h, w, 4a] in [-0.5, 0.5],
+    valid anchors [a, 4] centred on the first cell, strides > 0 and image_info (height,
+    width) covering the h x w cells (NNAPI GENERATE_PROPOSALS; quant16 at scale 0.125)."""
+    nchw = bool(d.slot("layout").value)
+    if d.primary is not None and len(d.dims0) == 4:
+        b, h, w, a = nhwc_dims(d.dims0, nchw)
+    else:
+        b = h = w = a = 0
+    if not (b and h and w and a and b <= 4 and a <= 8 and h * w <= 256 and 4 * b * h * w * a <= d.max_elements):
+        b, h, w, a = d.dim(1, 2), d.dim(1, 8), d.dim(1, 8), d.dim(1, 4)
+    d.tensor(0, layout_dims((b, h, w, a), nchw))
+    score_slot(d, 0)
+    d.tensor(1, layout_dims((b, h, w, 4 * a), nchw))
+    moderate_slot(d, 1, 0.5)
+    hs, ws = d.integer(2, 16) / 2, d.integer(2, 16) / 2  # multiples of 0.5: exact everywhere
+    size = d.rng.uniform(0.5, 2.5, (a, 2)) * (ws, hs)  # anchor (width, height)
+    cx, cy = ws / 2, hs / 2
+    anchors = np.round(np.stack([cx - size[:, 0] / 2, cy - size[:, 1] / 2,
+                                 cx + size[:, 0] / 2, cy + size[:, 1] / 2], 1) * BOX_UNIT)
+    d.param(2, box_values(d, d[2].type, anchors), [a, 4])
+    info = np.round(np.array([h * hs, w * ws]) * BOX_UNIT * d.rng.uniform(0.8, 1.1, (b, 2)))
+    d.param(3, box_values(d, d[3].type, np.maximum(info, BOX_UNIT)), [b, 2])
+    d.param(4, hs)
+    d.param(5, ws)
+    cells = h * w * a
+    d.param(6, d.choice((0, -1)) if d.coin(0.3) else d.integer(1, cells))  # <= 0: all
+    d.param(7, -1 if d.coin(0.3) else d.integer(1, cells))  # < 0: all
+    d.param(8, d.uniform(0.3, 0.9))  # iou_threshold
+    d.param(9, d.uniform(0.0, 0.3) * min(hs, ws))  # min_size
+
+
 register(OperationDef(OperationType.GENERATE_PROPOSALS, _proposal_sigs(), _proposal_prepare,
-                      _proposal_execute,
+                      _proposal_execute, generate=_generate_proposals,
                       summary="Region proposals from anchors, box deltas and objectness scores",
                       aosp_source="GenerateProposalsExecution.cpp"))
 
@@ -583,7 +739,32 @@ def _postprocess_execute(ctx: OpContext):
     return [from_float(ctx.outputs[0], out_s), from_float(ctx.outputs[1], out_b), out_c, out_n]
 
 
+def _generate_postprocess(d) -> None:
+    """Scores [b, anchors, 2-5 classes] in [0, 1], deltas [b, anchors, 4-8] in [-1, 1],
+    valid anchors (centre in [0, 1], size > 0, overlapping), scales > 0, detection limits
+    > 0, thresholds >= 0 (NNAPI DETECTION_POSTPROCESSING)."""
+    dims = d.dims0
+    if d.primary is not None and len(dims) == 3 and dims[0] <= 4 and 2 <= dims[2] <= 16 \
+            and dims[1] <= 64 and dims[0] * dims[1] * 8 <= d.max_elements:
+        b, n, classes = dims
+    else:
+        b, n, classes = d.dim(1, 2), d.dim(1, 12), d.dim(2, 5)
+    d.tensor(0, [b, n, classes])
+    score_slot(d, 0)
+    d.tensor(1, [b, n, 4 if d.coin(0.7) else d.integer(5, 8)], low=-1.0, high=1.0)
+    centers = d.rng.uniform(0.2, 0.8, (d.integer(1, 3), 2))
+    c = centers[d.rng.integers(0, len(centers), n)] + d.rng.normal(0, 0.05, (n, 2))
+    d.param(2, np.concatenate([c, d.rng.uniform(0.1, 0.5, (n, 2))], 1), [n, 4])  # cy, cx, h, w
+    for k in range(3, 7):  # scale_y, scale_x, scale_h, scale_w (SSD: 10, 10, 5, 5)
+        d.param(k, d.uniform(1.0, 10.0))
+    d.param(8, d.integer(1, min(10, n * (classes - 1))))  # max_num_detections
+    d.param(9, d.integer(1, classes))  # max_classes_per_detection (may pass num_classes - 1)
+    d.param(10, d.integer(1, n))  # max_num_detections_per_class
+    d.param(11, d.uniform(0.0, 0.5))  # score_threshold
+    d.param(12, d.uniform(0.2, 0.8))  # iou_threshold
+
+
 register(OperationDef(OperationType.DETECTION_POSTPROCESSING, _postprocess_sigs(),
-                      _postprocess_prepare, _postprocess_execute,
+                      _postprocess_prepare, _postprocess_execute, generate=_generate_postprocess,
                       summary="SSD box decoding with regular or fast NMS (fixed-size outputs)",
                       aosp_source="GenerateProposalsExecution.cpp"))

@@ -53,7 +53,8 @@ from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (check_same_quant, from_float, from_nhwc, is_quant, layout_dims,
                      layout_flag, nhwc_dims, round_half_away, to_float, to_nhwc)
-from .detection import box_quant, check_box_quant, check_boxes_ordered
+from .detection import (BOX_UNIT, box_quant, box_values, check_box_quant, check_boxes_ordered,
+                        draft_boxes)
 
 T = OperandType
 F32, F16, Q8, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
@@ -134,6 +135,50 @@ def _rois(ctx: OpContext, shape, hs: float, ws: float) -> tuple[np.ndarray, np.n
     return scaled, idx
 
 
+# --- random-graph drafting (runtime/ops/generation.py) --------------------------------
+#: Strides drawn most of the time: powers of two, so roi / stride <= extent is exact.
+DYADIC_STRIDES = (0.25, 0.5, 1.0, 2.0, 4.0)
+
+
+def _draft_stride(d, k: int, extent: int) -> int:
+    """Make scalar slot ``k`` a stride > 0 (a power of two, or now and then any value) that
+    keeps extent * stride below 256 (rois exact in TENSOR_FLOAT16); returns the largest roi
+    coordinate it allows, in 1/8 units (one unit of margin for a non-dyadic stride)."""
+    fits = [s for s in DYADIC_STRIDES if extent * s <= 256] or [DYADIC_STRIDES[0]]
+    dyadic = d.coin(0.75)
+    d.param(k, d.choice(fits) if dyadic else d.uniform(0.3, min(3.0, 256 / extent)))
+    stride = float(d[k].value)
+    return max(int(np.floor(extent * stride * BOX_UNIT)) - (0 if dyadic else 1), 0)
+
+
+def _generate_roi(d, align: bool) -> None:
+    """Feature map [n, h, w, c] (input 0's when linked; NCHW when layout), valid rois
+    inside the map once divided by the strides (AOSP: corners >= 0, x1 <= x2, y1 <= y2, <=
+    extent), batch indexes in [0, n), output size 1-4, sampling ratios 0 (adaptive) or 1-3;
+    ROI_POOLING's quantized output keeps input 0's scale and zero point."""
+    layout = d.index("layout")
+    nchw = bool(d[layout].value)
+    n, h, w, c = nhwc_dims(d.dims0, nchw)
+    if d.primary is None or c > 32 or n > 16:
+        n, h, w, c = d.dim(1, 3), d.dim(1, 16), d.dim(1, 16), d.dim(1, 8)
+        while n * h * w * c > d.max_elements:
+            h, w = max(1, h // 2), max(1, w // 2)
+    d.tensor(0, layout_dims((n, h, w, c), nchw))
+    oh, ow = d.dim(1, 4), d.dim(1, 4)
+    k = d.dim(1, max(1, min(6, 2048 // (oh * ow * c))))
+    y_hi = _draft_stride(d, 5, h)
+    x_hi = _draft_stride(d, 6, w)
+    d.param(1, box_values(d, d[1].type, draft_boxes(d, k, x_hi, y_hi)), [k, 4])
+    d.param(2, d.rng.integers(0, n, k).astype(np.int32), [k])
+    d.param(3, oh)
+    d.param(4, ow)
+    if align:
+        d.param(7, 0 if d.coin(0.3) else d.integer(1, 3))
+        d.param(8, 0 if d.coin(0.3) else d.integer(1, 3))
+    elif is_quant(d[0]):
+        d.out_quant[0] = (d[0].scale, d[0].zero_point)
+
+
 # --- ROI_ALIGN -------------------------------------------------------------------------
 
 def _align_prepare(ctx: OpContext):
@@ -183,6 +228,7 @@ def _align_execute(ctx: OpContext):
 
 
 register(OperationDef(OperationType.ROI_ALIGN, _roi_sigs(True), _align_prepare, _align_execute,
+                      generate=lambda d: _generate_roi(d, True),
                       summary="Bilinear region-of-interest align (average of samples per bin)",
                       allows_zero_sized_input=True, aosp_source="RoiAlignExecution.cpp"))
 
@@ -244,7 +290,7 @@ def _pool_execute(ctx: OpContext):
 
 
 register(OperationDef(OperationType.ROI_POOLING, _roi_sigs(False), _pool_prepare, _pool_execute,
-                      validate=_pool_validate,
+                      validate=_pool_validate, generate=lambda d: _generate_roi(d, False),
                       summary="Region-of-interest max pooling", aosp_source="RoiPoolingExecution.cpp"))
 
 
@@ -322,7 +368,22 @@ def _heatmap_execute(ctx: OpContext):
             from_float(ctx.outputs[1], np.stack([kx, ky], -1))]
 
 
+def _generate_heatmap(d) -> None:
+    """Square heatmaps [n, size >= 2, size, k] (input 0's when linked; NCHW when layout) and
+    n valid boxes (x1 <= x2, y1 <= y2) far enough from 0 that the refined keypoints stay
+    positive (the quant16 keypoints output has zero point 0)."""
+    nchw = bool(d[2].value)
+    n, size, size_w, k = nhwc_dims(d.dims0, nchw)
+    if d.primary is None or size != size_w or size < 2 or n > 16 or k > 16:
+        n, size, k = d.dim(1, 4), d.dim(2, 8), d.dim(1, 4)
+    d.tensor(0, layout_dims((n, size, size, k), nchw))
+    wh = d.rng.integers(BOX_UNIT, 32 * BOX_UNIT + 1, (n, 2))  # box width, height in 1/8 units
+    wh[d.rng.random((n, 2)) < 0.1] = 0  # now and then a degenerate box
+    x1y1 = wh // 2 + d.rng.integers(0, 16 * BOX_UNIT + 1, (n, 2))
+    d.param(1, box_values(d, d[1].type, np.concatenate([x1y1, x1y1 + wh], 1)), [n, 4])
+
+
 register(OperationDef(OperationType.HEATMAP_MAX_KEYPOINT, _heatmap_sigs(), _heatmap_prepare,
-                      _heatmap_execute,
+                      _heatmap_execute, generate=_generate_heatmap,
                       summary="Keypoint location and score from heatmaps (quadratic refinement)",
                       square_spatial=True, aosp_source="HeatmapMaxKeypointExecution.cpp"))
