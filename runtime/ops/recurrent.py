@@ -98,6 +98,117 @@ def check_const_scalar(ctx: OpContext, i: int, ok, rule: str) -> None:
         check(ok(v), f"input {i} value {v} {rule}")
 
 
+# --- random-graph drafting helpers (:mod:`.generation`; shared with :mod:`.sequence`) ----
+
+#: Size bounds of drafted recurrent operations (work stays small: a Python loop per step).
+MAX_UNITS, MAX_BATCH, MAX_STEPS = 16, 4, 5
+
+
+def draft_omit(d, k: int) -> None:
+    """Pass draft slot ``k`` as NO_VALUE (an omitted optional operand)."""
+    s = d.slots[k]
+    s.omitted, s.value, s.linkable, s.dims = True, None, False, []
+
+
+def draft_weights(d, k: int, dims, fan_in: int, gain: float = 1.5) -> None:
+    """Data slot ``k`` of shape ``dims`` with values in +-gain / sqrt(fan_in), so a sum over
+    fan_in inputs of magnitude ~1-2 has a standard deviation near 1 (no saturated gates)."""
+    bound = gain / np.sqrt(max(int(fan_in), 1))
+    d.tensor(k, dims, low=-bound, high=bound)
+
+
+def draft_primary(d, ok) -> list[int] | None:
+    """Input 0's dimensions when it is linked to an earlier output (``d.primary``) and
+    ``ok(dims)``; else None (then the hook draws input 0 and the link is dropped)."""
+    dims = list(d.slots[0].dims)
+    return dims if d.primary is not None and ok(dims) else None
+
+
+def draft_size(d, hi: int = MAX_UNITS) -> int:
+    """A small size in [1, hi] (log-uniform, within the draft's max_dim)."""
+    return d.dim(1, hi)
+
+
+def draft_rnn_cell(d, w: int, r: int, b: int, h: int, batch: int, input_size: int,
+                   units: int | None = None) -> int:
+    """Shapes of one basic RNN cell (weights ``w`` [units, input_size], recurrent ``r``
+    [units, units], bias ``b`` [units], hidden state ``h`` [batch, units]; spec RNN).
+    Returns units."""
+    units = units or draft_size(d)
+    fan = input_size + units
+    draft_weights(d, w, [units, input_size], fan)
+    draft_weights(d, r, [units, units], fan)
+    d.tensor(b, [units], low=-0.5, high=0.5)
+    d.tensor(h, [batch, units], low=-1.0, high=1.0)
+    return units
+
+
+#: LSTM's activation values (spec: NONE, RELU, RELU6, TANH, SIGMOID); TANH the usual one.
+LSTM_ACTIVATION_CHOICES = (0, 1, 3, 4, 4, 6)
+
+
+def draft_lstm_params(d, act: int, cell_clip: int, proj_clip: int) -> None:
+    """LSTM scalars: an activation among 0, 1, 3, 4, 6 and clips 0 (none) or positive."""
+    d.param(act, d.choice(LSTM_ACTIVATION_CHOICES))
+    d.param(cell_clip, 0.0 if d.coin(0.5) else d.uniform(0.3, 3.0))
+    d.param(proj_clip, 0.0 if d.coin(0.5) else d.uniform(0.2, 2.0))
+
+
+def draft_lstm_cell(d, slots: "LstmSlots", batch: int, n_input: int,
+                    n_aux_input: int | None = None) -> tuple[int, int]:
+    """One LSTM cell's tensors (rules of :func:`check_lstm_cell`): a random variant (CIFG,
+    peephole, projection with or without bias, layer normalization where the operation has
+    it, auxiliary weights exactly when ``n_aux_input`` is given, the input ones not with
+    CIFG) with consistent shapes; unused optional slots omitted. Returns (n_cell, n_output)."""
+    idx = {k: i for k, (i, _) in slots.indexes().items()}
+    n_cell = draft_size(d)
+    cifg, peephole, projection = d.coin(0.3), d.coin(0.4), d.coin(0.4)
+    layer_norm = slots.layer_norm is not None and d.coin(0.4)
+    n_output = draft_size(d) if projection else n_cell
+    fan = n_input + n_output + (n_aux_input or 0)
+    for g in "ifco":
+        if g == "i" and cifg:
+            for k in ("xi", "hi", "bi"):
+                draft_omit(d, idx[k])
+            continue
+        draft_weights(d, idx["x" + g], [n_cell, n_input], fan)
+        draft_weights(d, idx["h" + g], [n_cell, n_output], fan)
+        # forget bias leaning positive (the usual initialization), the others around 0
+        d.tensor(idx["b" + g], [n_cell], low=0.0 if g == "f" else -0.5, high=1.0 if g == "f" else 0.5)
+    for k in ("ci", "cf", "co"):
+        # peephole: cell_to_input with the other two unless CIFG (there optional, unused)
+        if peephole and (k != "ci" or not cifg or d.coin(0.5)):
+            d.tensor(idx[k], [n_cell], low=-0.5, high=0.5)
+        else:
+            draft_omit(d, idx[k])
+    if projection:
+        draft_weights(d, idx["proj"], [n_output, n_cell], n_cell)
+        if d.coin(0.7):
+            d.tensor(idx["proj_b"], [n_output], low=-0.3, high=0.3)
+        else:
+            draft_omit(d, idx["proj_b"])
+    else:
+        draft_omit(d, idx["proj"])
+        draft_omit(d, idx["proj_b"])
+    for k in LN_KEYS:
+        if k not in idx:
+            continue
+        if layer_norm and not (k == "ln_i" and cifg):
+            d.tensor(idx[k], [n_cell], low=0.3, high=1.5)
+        else:
+            draft_omit(d, idx[k])
+    for k in AUX_KEYS:
+        if k not in idx:
+            continue
+        if n_aux_input is not None and not (k == "ai" and cifg):
+            draft_weights(d, idx[k], [n_cell, n_aux_input], fan)
+        else:
+            draft_omit(d, idx[k])
+    d.tensor(idx["h_in"], [batch, n_output], low=-1.0, high=1.0)
+    d.tensor(idx["c_in"], [batch, n_cell], low=-1.0, high=1.0)
+    return n_cell, n_output
+
+
 # --- RNN ---------------------------------------------------------------------------------
 
 def rnn_step(x: np.ndarray, h: np.ndarray, w: np.ndarray, r: np.ndarray, b: np.ndarray,
@@ -148,6 +259,16 @@ def _rnn_validate(ctx: OpContext) -> None:
     check_const_scalar(ctx, 5, lambda v: 0 <= v <= 3, "is not a FuseCode (0-3)")
 
 
+def _generate_rnn(d) -> None:
+    """input [batch, input_size] (a linked input kept when small), weights [units,
+    input_size], recurrent_weights [units, units], bias [units], hidden_state_in [batch,
+    units] (spec RNN); activation from the FuseCode domain."""
+    p = draft_primary(d, lambda s: len(s) == 2 and s[0] <= 2 * MAX_BATCH and s[1] <= 2 * MAX_UNITS)
+    batch, input_size = p or (d.integer(1, MAX_BATCH), draft_size(d))
+    d.tensor(0, [batch, input_size])
+    draft_rnn_cell(d, 1, 2, 3, 4, batch, input_size)
+
+
 register(OperationDef(
     OperationType.RNN,
     tuple(sig(level, [tensor("input", t, (2,)), tensor("weights", t, (2,)),
@@ -155,7 +276,7 @@ register(OperationDef(
                       tensor("hidden_state_in", t, (2,)), scalar("activation", T.INT32)],
               [tensor("hidden_state_out", t, (2,)), tensor("output", t, (2,))])
           for level, t, _ in FLOAT_FORMS),
-    _rnn_prepare, _rnn_execute, validate=_rnn_validate,
+    _rnn_prepare, _rnn_execute, validate=_rnn_validate, generate=_generate_rnn,
     summary="h = activation(x W^T + h R^T + b), one basic RNN step", aosp_source="CpuExecutor.cpp"))
 
 
@@ -208,6 +329,26 @@ def _svdf_validate(ctx: OpContext) -> None:
     check_const_scalar(ctx, 6, lambda v: 0 <= v <= 3, "is not a FuseCode (0-3)")
 
 
+def _generate_svdf(d) -> None:
+    """num_filters = num_units * rank (rank 1-3): input [batch, input_size],
+    weights_feature [num_filters, input_size], weights_time [num_filters, memory_size],
+    bias [num_units] (or omitted), state_in [batch, memory_size * num_filters] (spec SVDF,
+    state size as AOSP)."""
+    p = draft_primary(d, lambda s: len(s) == 2 and s[0] <= 2 * MAX_BATCH and s[1] <= 2 * MAX_UNITS)
+    batch, input_size = p or (d.integer(1, MAX_BATCH), draft_size(d))
+    units, rank, memory = draft_size(d, 8), d.integer(1, 3), d.integer(1, 6)
+    filters = units * rank
+    d.tensor(0, [batch, input_size])
+    draft_weights(d, 1, [filters, input_size], input_size)
+    draft_weights(d, 2, [filters, memory], memory * rank)
+    if d.coin(0.8):
+        d.tensor(3, [units], low=-0.5, high=0.5)
+    else:
+        draft_omit(d, 3)
+    d.tensor(4, [batch, memory * filters], low=-1.0, high=1.0)
+    d.param(5, rank)
+
+
 register(OperationDef(
     OperationType.SVDF,
     tuple(sig(level, [tensor("input", t, (2,)), tensor("weights_feature", t, (2,)),
@@ -216,7 +357,7 @@ register(OperationDef(
                       scalar("activation", T.INT32)],
               [tensor("state_out", t, (2,)), tensor("output", t, (2,))])
           for level, t, _ in FLOAT_FORMS),
-    _svdf_prepare, _svdf_execute, validate=_svdf_validate,
+    _svdf_prepare, _svdf_execute, validate=_svdf_validate, generate=_generate_svdf,
     summary="singular value decomposition filter: feature filter, memory, time filter",
     allows_zero_sized_input=True, allows_omitted_operand=True, aosp_source="CpuExecutor.cpp"))
 
@@ -519,9 +660,20 @@ def _lstm_signatures():
     return tuple(sorted(sigs, key=lambda s: s.feature_level))
 
 
+def _generate_lstm(d) -> None:
+    """input [batch, input_size] and one cell of a random variant (:func:`draft_lstm_cell`:
+    CIFG, peephole, projection, layer normalization with 27 inputs); activation among
+    0, 1, 3, 4, 6 and clips 0 or positive (spec LSTM)."""
+    p = draft_primary(d, lambda s: len(s) == 2 and s[0] <= 2 * MAX_BATCH and s[1] <= 2 * MAX_UNITS)
+    batch, n_input = p or (d.integer(1, MAX_BATCH), draft_size(d))
+    d.tensor(0, [batch, n_input])
+    draft_lstm_cell(d, _LSTM_LN_SLOTS if len(d.slots) == 27 else _LSTM_SLOTS, batch, n_input)
+    draft_lstm_params(d, 20, 21, 22)
+
+
 register(OperationDef(
     OperationType.LSTM, _lstm_signatures(), _lstm_prepare, _lstm_execute,
-    validate=lambda ctx: validate_lstm_params(ctx, 20, 21, 22),
+    validate=lambda ctx: validate_lstm_params(ctx, 20, 21, 22), generate=_generate_lstm,
     summary="one LSTM step with optional CIFG, peephole, projection and layer "
             "normalization (23 or 27 inputs)",
     allows_zero_sized_input=True, allows_omitted_operand=True, aosp_source="CpuExecutor.cpp"))

@@ -71,10 +71,12 @@ import numpy as np
 from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import check_fuse_code, from_float
-from .recurrent import (AUX_NAMES, FLOAT_FORMS, LN_NAMES, LstmSlots, cell_tensor_args,
-                        check_const_scalar, check_lstm_cell, check_lstm_params,
-                        check_rank, check_rnn_cell, check_shape, f64, label, lstm_step,
-                        read_lstm_cell, rnn_step, validate_lstm_params)
+from .recurrent import (AUX_NAMES, FLOAT_FORMS, LN_NAMES, MAX_BATCH, MAX_STEPS, MAX_UNITS,
+                        LstmSlots, cell_tensor_args, check_const_scalar, check_lstm_cell,
+                        check_lstm_params, check_rank, check_rnn_cell, check_shape,
+                        draft_lstm_cell, draft_lstm_params, draft_omit, draft_primary,
+                        draft_rnn_cell, draft_size, draft_weights, f64, label, lstm_step, read_lstm_cell,
+                        rnn_step, validate_lstm_params)
 
 T = OperandType
 
@@ -165,6 +167,43 @@ def _bidirectional_outputs(ctx: OpContext, fw: np.ndarray, bw: np.ndarray, merge
     return [from_float(o, v) for o, v in zip(ctx.outputs, vals)]
 
 
+# --- random-graph drafting (:mod:`.generation`) ------------------------------------------
+
+def _draft_sequence_input(d, time_major_slot: int) -> tuple[bool, int, int, int]:
+    """Input 0 [max_time, batch, input_size] or [batch, max_time, input_size] with the
+    time_major parameter (slot ``time_major_slot``) drawn to match; a linked input is kept
+    when small. Returns (time_major, max_time, batch, input_size)."""
+    time_major = d.coin()
+    p = draft_primary(d, lambda s: len(s) == 3 and s[0] <= 2 * MAX_BATCH and s[1] <= 2 * MAX_BATCH
+                      and s[2] <= 2 * MAX_UNITS)
+    if p:
+        max_time, batch = (p[0], p[1]) if time_major else (p[1], p[0])
+        size = p[2]
+    else:
+        max_time, batch, size = d.integer(1, MAX_STEPS), d.integer(1, MAX_BATCH), draft_size(d)
+    d.tensor(0, _out_dims(time_major, max_time, batch, size))
+    d.param(time_major_slot, int(time_major))
+    return time_major, max_time, batch, size
+
+
+def _merged(d) -> bool:
+    """merge_outputs as the signature has it: one sequence output (no bw_output)."""
+    return not any(a.name == "bw_output" for a in d.sig.outputs)
+
+
+def _draft_linking(d, aux_slot: int, time_major: bool, max_time: int, batch: int) -> tuple[str, int | None]:
+    """The bidirectional linking mode (none, cross or parallel; spec) and the aux_input
+    (slot ``aux_slot``, [max_time, batch, aux_size] in input's major order, or omitted).
+    Returns (mode, aux_size or None)."""
+    mode = d.choice(("none", "none", "cross", "parallel"))
+    if mode == "none":
+        draft_omit(d, aux_slot)
+        return mode, None
+    aux_size = draft_size(d)
+    d.tensor(aux_slot, _out_dims(time_major, max_time, batch, aux_size))
+    return mode, aux_size
+
+
 # --- UNIDIRECTIONAL_SEQUENCE_RNN ---------------------------------------------------------
 
 def _run_rnn(x_tm, h, w, r, b, activation, reverse=False, aux_tm=None, aux_w=None):
@@ -212,6 +251,13 @@ def _rnn_validate(activation: int, time_major: int | None = None):
     return validate
 
 
+def _generate_urnn(d) -> None:
+    """3-D input in the drawn time_major order (INT32 0/1 here), one RNN cell's shapes
+    (:func:`.recurrent.draft_rnn_cell`; spec UNIDIRECTIONAL_SEQUENCE_RNN)."""
+    _, _, batch, size = _draft_sequence_input(d, 6)
+    draft_rnn_cell(d, 1, 2, 3, 4, batch, size)
+
+
 register(OperationDef(
     OperationType.UNIDIRECTIONAL_SEQUENCE_RNN,
     tuple(sig(level, [tensor("input", t, (3,)), tensor("weights", t, (2,)),
@@ -221,7 +267,7 @@ register(OperationDef(
               outs) for _, t, _ in FLOAT_FORMS
     for level, outs in ((3, [tensor("output", t, (3,))]),
                         (4, [tensor("output", t, (3,)), tensor("hidden_state_out", t, (2,))]))),
-    _urnn_prepare, _urnn_execute, validate=_rnn_validate(5, 6),
+    _urnn_prepare, _urnn_execute, validate=_rnn_validate(5, 6), generate=_generate_urnn,
     summary="basic RNN unrolled over a sequence (time- or batch-major)",
     aosp_source="UnidirectionalSequenceRNNExecution.cpp"))
 
@@ -293,9 +339,27 @@ def _brnn_signatures():
     return tuple(sigs)
 
 
+def _generate_brnn(d) -> None:
+    """Forward and backward RNN cells of independent sizes; a linking mode (spec): none,
+    cross (aux_input and aux weights [fw/bw units, aux_size]) or parallel (aux_input only,
+    read by the backward cell, whose weights then take aux_size columns); merge_outputs
+    as the signature's output count says."""
+    time_major, max_time, batch, size = _draft_sequence_input(d, 13)
+    mode, aux_size = _draft_linking(d, 9, time_major, max_time, batch)
+    fw_units = draft_rnn_cell(d, 1, 2, 3, 4, batch, size)
+    bw_units = draft_rnn_cell(d, 5, 6, 7, 8, batch, aux_size if mode == "parallel" else size)
+    if mode == "cross":
+        draft_weights(d, 10, [fw_units, aux_size], size + aux_size + fw_units)
+        draft_weights(d, 11, [bw_units, aux_size], size + aux_size + bw_units)
+    else:
+        draft_omit(d, 10)
+        draft_omit(d, 11)
+    d.param(14, _merged(d))
+
+
 register(OperationDef(
     OperationType.BIDIRECTIONAL_SEQUENCE_RNN, _brnn_signatures(), _brnn_prepare, _brnn_execute,
-    validate=_rnn_validate(12),
+    validate=_rnn_validate(12), generate=_generate_brnn,
     summary="forward and backward basic RNNs over a sequence, optional aux input, merged "
             "or separate outputs",
     allows_omitted_operand=True, aosp_source="BidirectionalSequenceRNNExecution.cpp"))
@@ -348,6 +412,15 @@ def _ulstm_execute(ctx: OpContext):
     return [from_float(o, v) for o, v in zip(ctx.outputs, vals)]
 
 
+def _generate_ulstm(d) -> None:
+    """3-D input in the drawn time_major order and one LSTM cell of a random variant
+    (:func:`.recurrent.draft_lstm_cell`, layer normalization included); activation among
+    0, 1, 3, 4, 6, clips 0 or positive (spec UNIDIRECTIONAL_SEQUENCE_LSTM)."""
+    _, _, batch, size = _draft_sequence_input(d, 23)
+    draft_lstm_cell(d, _ULSTM, batch, size)
+    draft_lstm_params(d, 20, 21, 22)
+
+
 register(OperationDef(
     OperationType.UNIDIRECTIONAL_SEQUENCE_LSTM,
     tuple(sig(level, [tensor("input", t, (3,)), *cell_tensor_args(t),
@@ -360,7 +433,7 @@ register(OperationDef(
                         (4, [tensor("output", t, (3,)), tensor("output_state_out", t, (2,)),
                              tensor("cell_state_out", t, (2,))]))),
     _ulstm_prepare, _ulstm_execute,
-    validate=lambda ctx: validate_lstm_params(ctx, 20, 21, 22),
+    validate=lambda ctx: validate_lstm_params(ctx, 20, 21, 22), generate=_generate_ulstm,
     summary="LSTM unrolled over a sequence, optional CIFG, peephole, projection and layer "
             "normalization",
     allows_omitted_operand=True, aosp_source="UnidirectionalSequenceLSTMExecution.cpp"))
@@ -441,9 +514,25 @@ def _blstm_signatures():
     return tuple(sigs)
 
 
+def _generate_blstm(d) -> None:
+    """Forward and backward LSTM cells, each of its own random variant and sizes; a
+    linking mode (spec): none, cross (aux_input plus both cells' aux weights
+    [n_cell, aux_size], the input ones not with CIFG) or parallel (aux_input read by the
+    backward cell, whose input weights take aux_size columns); merge_outputs as the
+    signature's output count says; activation among 0, 1, 3, 4, 6, clips 0 or positive."""
+    time_major, max_time, batch, size = _draft_sequence_input(d, 52)
+    mode, aux_size = _draft_linking(d, 39, time_major, max_time, batch)
+    cross = aux_size if mode == "cross" else None
+    draft_lstm_cell(d, _BLSTM_FW, batch, size, cross)
+    draft_lstm_cell(d, _BLSTM_BW, batch, aux_size if mode == "parallel" else size, cross)
+    draft_lstm_params(d, 48, 49, 50)
+    d.param(51, _merged(d))
+
+
 register(OperationDef(
     OperationType.BIDIRECTIONAL_SEQUENCE_LSTM, _blstm_signatures(), _blstm_prepare,
     _blstm_execute, validate=lambda ctx: validate_lstm_params(ctx, 48, 49, 50),
+    generate=_generate_blstm,
     summary="forward and backward LSTMs over a sequence, optional aux input, merged or "
             "separate outputs",
     allows_zero_sized_input=True, allows_omitted_operand=True, aosp_source="CpuExecutor.cpp"))
