@@ -489,7 +489,7 @@ def _generate_nmslimit(d) -> None:
     if d.primary is not None and len(dims) == 2 and dims[1] >= 2 and dims[0] * dims[1] <= 64:
         n, classes = dims
     else:
-        n, classes = d.dim(1, 10), d.dim(2, 5)
+        n, classes = d.dim(1, 12) if d.coin(0.2) else d.integer(3, 12), d.dim(2, 5)
     d.tensor(0, [n, classes])
     score_slot(d, 0)
     extent = d.integer(16, 96) * BOX_UNIT

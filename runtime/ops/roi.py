@@ -146,7 +146,7 @@ def _draft_stride(d, k: int, extent: int) -> int:
     coordinate it allows, in 1/8 units (one unit of margin for a non-dyadic stride)."""
     fits = [s for s in DYADIC_STRIDES if extent * s <= 256] or [DYADIC_STRIDES[0]]
     dyadic = d.coin(0.75)
-    d.param(k, d.choice(fits) if dyadic else d.uniform(0.3, min(3.0, 256 / extent)))
+    d.param(k, d.choice(fits) if dyadic else d.uniform(min(0.3, 128 / extent), min(3.0, 256 / extent)))
     stride = float(d[k].value)
     return max(int(np.floor(extent * stride * BOX_UNIT)) - (0 if dyadic else 1), 0)
 
@@ -227,8 +227,13 @@ def _align_execute(ctx: OpContext):
     return [from_float(ctx.outputs[0], from_nhwc(out, nchw))]
 
 
+def _generate_align(d) -> None:
+    """ROI_ALIGN: :func:`_generate_roi` with sampling ratios 0 (adaptive) or 1-3."""
+    _generate_roi(d, True)
+
+
 register(OperationDef(OperationType.ROI_ALIGN, _roi_sigs(True), _align_prepare, _align_execute,
-                      generate=lambda d: _generate_roi(d, True),
+                      generate=_generate_align,
                       summary="Bilinear region-of-interest align (average of samples per bin)",
                       allows_zero_sized_input=True, aosp_source="RoiAlignExecution.cpp"))
 
@@ -289,8 +294,14 @@ def _pool_execute(ctx: OpContext):
     return [from_nhwc(out, nchw).astype(inp.value.dtype)]
 
 
+def _generate_pool(d) -> None:
+    """ROI_POOLING: :func:`_generate_roi`; a quantized output keeps input 0's scale and
+    zero point (NNAPI: values move raw)."""
+    _generate_roi(d, False)
+
+
 register(OperationDef(OperationType.ROI_POOLING, _roi_sigs(False), _pool_prepare, _pool_execute,
-                      validate=_pool_validate, generate=lambda d: _generate_roi(d, False),
+                      validate=_pool_validate, generate=_generate_pool,
                       summary="Region-of-interest max pooling", aosp_source="RoiPoolingExecution.cpp"))
 
 
