@@ -163,7 +163,7 @@ def _check_timing(execution: Execution, fenced: bool) -> None:
 
 
 def _execute(compilation: Compilation, tm: TestModel, mode: Mode, require_timing: bool,
-             wait_limit_s: float = WAIT_LIMIT_S):
+             wait_limit_s: float = WAIT_LIMIT_S, measure_timing: bool = True):
     """Run ``tm`` on ``compilation`` in ``mode``; returns a list of (output bytes,
     dimensions) per run (a burst runs twice over the same memories)."""
     runs, shared = [], {}
@@ -171,7 +171,8 @@ def _execute(compilation: Compilation, tm: TestModel, mode: Mode, require_timing
     try:
         for _ in range(2 if burst else 1):
             execution = Execution(compilation)
-            execution.set_measure_timing(True)
+            if measure_timing:
+                execution.set_measure_timing(True)
             read = bind(execution, tm, mode.memory, mode.outputs == "insufficient", shared)
             try:
                 if mode.compute == "sync":
@@ -199,6 +200,14 @@ def _execute(compilation: Compilation, tm: TestModel, mode: Mode, require_timing
         if burst:
             burst.free()
     return runs
+
+
+def execute_compilation(compilation: Compilation, tm: TestModel, require_timing: bool = True,
+                        wait_limit_s: float = WAIT_LIMIT_S):
+    """Run ``tm`` once on a finished ``compilation`` (sync, user buffers); returns
+    [(output bytes, dimensions)]. Timing is requested only with ``require_timing`` (NNAPI
+    allows it for single-device compilations only). Raises NnapiError or :class:`Failure`."""
+    return _execute(compilation, tm, BASE, require_timing, wait_limit_s, measure_timing=require_timing)
 
 
 def run_test_model(tm: TestModel, device: Device, mode: Mode = BASE, workdir: Path | None = None,

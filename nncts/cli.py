@@ -7,7 +7,9 @@ and ``index.html`` into the report directory. ``nncts vts`` takes the same optio
 the VTS package (the driver's HAL directly) the same way. ``nncts drivers`` lists the
 drivers found. ``nncts coverage [--corpus DIR]... [--out DIR] [--op NAME]...`` prints the
 coverage matrix (:mod:`cts.coverage`) and writes ``coverage.json`` and ``coverage.html``.
-``nncts specs build|check`` builds our own golden specs (:mod:`cts.specs`) or checks the
+``nncts random-graph [--driver NAME] [--seeds N] [--config PATTERN]... [PYTEST ARGS...]`` runs
+the random-graph suite (:mod:`random_graph`) the same way, reproducers under
+``<report dir>/graphs``. ``nncts specs build|check`` builds our own golden specs (:mod:`cts.specs`) or checks the
 built files are current (exit 1 naming the stale ones).
 """
 from __future__ import annotations
@@ -41,8 +43,10 @@ def _package_dir(name: str) -> Path:
 
 
 def _suites() -> dict[str, Suite]:
-    cts_dir, vts_dir = _package_dir("cts"), _package_dir("vts")
+    cts_dir, vts_dir, rg_dir = _package_dir("cts"), _package_dir("vts"), _package_dir("random_graph")
     return {
+        "random-graph": Suite("random-graph", "nncts random graphs", (str(rg_dir / "test_random_graph.py"),),
+                              ("random_graph.plugin",)),
         "cts": Suite("cts", "nncts CTS", (str(cts_dir / "test_generated.py"),), ("cts.plugin",)),
         # the VTS package: generated tests on every execution path, device tests, validation
         "vts": Suite("vts", "nncts VTS", (str(vts_dir),),
@@ -50,10 +54,12 @@ def _suites() -> dict[str, Suite]:
     }
 
 
-def _run_suite(suite: Suite, args, extra) -> int:
+def _run_suite(suite: Suite, args, extra, suite_args: list[str] | None = None,
+               suite_meta: dict | None = None) -> int:
     """Run ``suite`` with pytest: shared options (--driver, --corpus, --timeout, --resume),
-    outcome records and junit.xml in the report directory, then summary.json and
-    index.html. Returns pytest's exit code."""
+    the suite's own (``suite_args``), outcome records and junit.xml in the report directory,
+    then summary.json and index.html (``suite_meta`` added to its run description). Returns
+    pytest's exit code."""
     report_dir = Path(args.report_dir)
     report_dir.mkdir(parents=True, exist_ok=True)
     records = report_dir / "outcomes.jsonl"
@@ -68,17 +74,20 @@ def _run_suite(suite: Suite, args, extra) -> int:
                     "-o", "console_output_style=count", "--timeout", str(args.timeout)]
     if args.resume:
         pytest_args.append("--nncts-resume")
-    for c in args.corpus:
+    corpus, specs = getattr(args, "corpus", None), getattr(args, "specs", False)
+    for c in corpus or []:
         pytest_args += ["--corpus", c]
-    if args.specs:
+    if specs:
         pytest_args.append("--specs")
+    pytest_args += suite_args or []
     code = int(pytest.main(pytest_args + extra))
     if records.exists():
-        paths = write_reports(records, report_dir, title=f"{suite.title}: driver {args.driver}",
-                              meta={"driver": args.driver, "suite": suite.command,
-                                    "corpus": args.corpus + (["cts/specs/built"] if args.specs else [])
-                                    or ["vendored AOSP corpus", "cts/specs/built"],
-                                    "pytest_exit_code": code})
+        meta = {"driver": args.driver, "suite": suite.command, "pytest_exit_code": code}
+        if corpus is not None:
+            meta["corpus"] = corpus + (["cts/specs/built"] if specs else []) or \
+                ["vendored AOSP corpus", "cts/specs/built"]
+        meta.update(suite_meta or {})
+        paths = write_reports(records, report_dir, title=f"{suite.title}: driver {args.driver}", meta=meta)
         print("report:", ", ".join(str(p) for p in [report_dir / "junit.xml", records, *paths]))
     return code
 
@@ -89,6 +98,19 @@ def _cts(args, extra) -> int:
 
 def _vts(args, extra) -> int:
     return _run_suite(_suites()["vts"], args, extra)
+
+
+def _random_graph(args, extra) -> int:
+    """``nncts random-graph``: the random-graph suite, failing graphs and their minimized
+    reproducers under the report directory's ``graphs/``."""
+    dump = str(Path(args.report_dir) / "graphs")
+    suite_args = ["--seeds", str(args.seeds), "--first-seed", str(args.first_seed), "--graph-dump", dump]
+    for c in args.config:
+        suite_args += ["--config", c]
+    if args.no_minimize:
+        suite_args.append("--no-minimize")
+    return _run_suite(_suites()["random-graph"], args, extra, suite_args,
+                      {"seeds": args.seeds, "configurations": args.config or ["all"], "reproducers": dump})
 
 
 def _coverage(args, parser) -> int:
@@ -108,13 +130,14 @@ def _coverage(args, parser) -> int:
     return 0
 
 
-def _add_suite_parser(sub, name: str, help_text: str, timeout_help: str):
+def _add_suite_parser(sub, name: str, help_text: str, timeout_help: str, corpus: bool = True):
     p = sub.add_parser(name, help=help_text)
     p.add_argument("--driver", default=DEFAULT_DRIVER,
                    help="bundled name, entry point in group nncts.drivers, or module:factory")
-    p.add_argument("--corpus", action="append", default=[], help="corpus directory (repeatable)")
-    p.add_argument("--specs", action="store_true",
-                   help="our own golden specs: alone, or next to the --corpus directories given")
+    if corpus:
+        p.add_argument("--corpus", action="append", default=[], help="corpus directory (repeatable)")
+        p.add_argument("--specs", action="store_true",
+                       help="our own golden specs: alone, or next to the --corpus directories given")
     p.add_argument("--report-dir", default="nncts-report", help="where reports go (default: nncts-report)")
     p.add_argument("--resume", action="store_true",
                    help="keep the report directory's outcomes and run only the tests not recorded yet")
@@ -131,6 +154,17 @@ def main(argv=None) -> int:
                                   "execution path, device, memory domain, caching, deadline and validation "
                                   "tests) against a driver; unknown arguments go to pytest",
                       "seconds one test may take before it counts as a hang (default 300)")
+    rg = _add_suite_parser(sub, "random-graph", "random graphs drawn from the operation table, run on a driver "
+                                                "and on the reference and compared with AOSP's criteria; failing "
+                                                "graphs are minimized and written as replayable test models; "
+                                                "unknown arguments go to pytest",
+                           "seconds one graph may take before it counts as a hang (default 300)", corpus=False)
+    rg.add_argument("--seeds", type=int, default=2, help="graphs per configuration (default 2; AOSP runs 50)")
+    rg.add_argument("--first-seed", type=int, default=0, help="first seed (default 0)")
+    rg.add_argument("--config", action="append", default=[], metavar="PATTERN",
+                    help="configurations (shell patterns, repeatable): single-CONV_2D-*, small-*, "
+                         "large-TENSOR_FLOAT32-rank4 (default: all)")
+    rg.add_argument("--no-minimize", action="store_true", help="do not minimize failing graphs")
     sub.add_parser("drivers", help="list the drivers that --driver accepts by name")
     cov = sub.add_parser("coverage", help="coverage matrix: which cells of each operation's coverage axes the "
                                           "corpus and our specs cover (table, coverage.json, coverage.html)")
@@ -151,10 +185,12 @@ def main(argv=None) -> int:
     if args.command == "drivers":
         print("\n".join(available_drivers()))
         return 0
-    if extra and args.command not in ("cts", "vts"):
+    if extra and args.command not in ("cts", "vts", "random-graph"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "coverage":
         return _coverage(args, parser)
+    if args.command == "random-graph":
+        return _random_graph(args, extra)
     return _cts(args, extra) if args.command == "cts" else _vts(args, extra)
 
 

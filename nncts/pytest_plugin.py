@@ -139,6 +139,8 @@ def pytest_runtest_logreport(report):
               "operations": props["operations"], "feature_level": props.get("feature_level"),
               "skip_kind": props.get("skip_kind", ""), "mode": props.get("mode", "sync"),
               "suite": props.get("suite", "cts"), "time": time.time()}
+    if props.get("reproducers"):
+        record["reproducers"] = props["reproducers"]
     config = _CONFIG.get("config")
     if config is None:
         return

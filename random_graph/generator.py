@@ -17,6 +17,7 @@ name, so (configuration, seed) names one graph.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 from dataclasses import dataclass
 
@@ -26,7 +27,9 @@ from runtime import ops
 from runtime.errors import HalError, OperationError
 from runtime.ops.base import OpContext, OperandView, OperationDef, Signature
 from runtime.ops.generation import Draft, Primary, draft_defaults, fill, in_range, quant_limits
-from runtime.testing.test_model import TestModel, TestOperand, TestOperation, TestSubgraph
+from runtime.testing.hal_convert import to_hal_model
+from runtime.testing.test_model import (HAL_VERSION_FEATURE_LEVEL, TestModel, TestOperand, TestOperation,
+                                        TestSubgraph)
 from runtime.types import (OperandLifeTime as L, OperandType as T, OperationType, is_float_type,
                            is_quantized_type, is_tensor_type, operand_dtype)
 
@@ -68,9 +71,16 @@ def _first_tensor(sig: Signature) -> int | None:
     return next((k for k, a in enumerate(sig.inputs) if is_tensor_type(a.type)), None)
 
 
+#: Operations whose outputs are random draws (judged by their distribution, not values).
+RANDOM_OUTPUTS = (OperationType.RANDOM_MULTINOMIAL,)
+
+
 def generatable(opdef: OperationDef) -> bool:
-    """Whether random graphs draw this operation: every operation but those with
-    referenced subgraphs (IF, WHILE) unless they declare a ``generate`` of their own."""
+    """Whether random graphs draw this operation: every operation but those with random
+    outputs (:data:`RANDOM_OUTPUTS`) and those with referenced subgraphs (IF, WHILE) unless
+    they declare a ``generate`` of their own."""
+    if opdef.type in RANDOM_OUTPUTS:
+        return False
     subgraph_slot = any(a.type == T.SUBGRAPH for s in opdef.signatures for a in s.inputs)
     return not subgraph_slot or opdef.generate is not None
 
@@ -366,10 +376,12 @@ def _test_model(g: _Graph, name: str, spec: str) -> TestModel:
     return TestModel(name, spec, "RANDOM_GRAPH", "UNKNOWN", False, False, 0.0, main)
 
 
-def generate(config: Config, seed: int) -> TestModel:
+def generate(config: Config, seed: int, criteria: str = "") -> TestModel:
     """Graph (``config``, ``seed``) as a test model (corpus schema; test id
     ``RANDOM_GRAPH/<config>/<seed>``) whose model outputs hold the reference executor's
-    values. Raises GenerationError when no operation could be drafted."""
+    values, judged with the aggregate criteria set named ``criteria``
+    (:data:`runtime.testing.criteria.CRITERIA`). Raises GenerationError when no operation
+    could be drafted."""
     rng = seed_rng(config.name, seed)
     pairs = candidates(config)
     if not pairs:
@@ -385,21 +397,52 @@ def generate(config: Config, seed: int) -> TestModel:
                 raise GenerationError(f"configuration {config.name} seed {seed}: could not draft "
                                       f"{failures[-1]}")
     tm = _test_model(g, str(seed), config.name)
+    tm.criteria = criteria
     return with_reference_outputs(tm)
+
+
+def _resolve_shapes(tm: TestModel) -> None:
+    """Declare the actual dimensions of every temporary and output of ``tm`` that has an
+    unknown one (0), as the reference executor infers them."""
+    from runtime.executor import execute
+    from runtime.testing.hal_convert import to_hal_request
+    sg = tm.main
+    if not any(0 in o.dimensions for o in sg.operands
+               if o.lifetime in (L.TEMPORARY_VARIABLE, L.SUBGRAPH_OUTPUT)):
+        return
+    probe = copy.deepcopy(tm)
+    temps = [i for i, o in enumerate(probe.main.operands) if o.lifetime in (L.TEMPORARY_VARIABLE, L.SUBGRAPH_OUTPUT)]
+    for i in temps:
+        o = probe.main.operands[i]
+        o.lifetime, o.data = L.SUBGRAPH_OUTPUT, np.zeros(MAX_OUTPUT_ELEMENTS, operand_dtype(o.type))
+    probe.main.output_indexes = temps
+    try:
+        shapes = execute(to_hal_model(probe), to_hal_request(probe))
+    except HalError as e:
+        raise GenerationError(f"{tm.spec}/{tm.name}: the reference refuses the graph: {e}") from None
+    for i, shape in zip(temps, shapes):
+        sg.operands[i].dimensions = list(shape.dimensions)
+
+
+#: Feature level -> the corpus schema's ``min_supported_version`` name.
+FEATURE_LEVEL_HAL_VERSION = {level: name for name, level in HAL_VERSION_FEATURE_LEVEL.items() if level}
 
 
 def with_reference_outputs(tm: TestModel) -> TestModel:
     """``tm`` with every main output's data set to the reference executor's values (its
-    dimensions too). Raises GenerationError when the reference refuses the model."""
+    dimensions too) and ``min_supported_version`` the feature level its operations need.
+    Raises GenerationError when the reference refuses the model."""
     from runtime.executor import execute
     from runtime.hal.validate import validate_model
-    from runtime.testing.hal_convert import read_outputs, to_hal_model, to_hal_request
+    from runtime.testing.hal_convert import read_outputs, to_hal_request
+    _resolve_shapes(tm)
     for idx in tm.main.output_indexes:
         o = tm.main.operands[idx]
         o.data = np.zeros(o.dimensions or (), operand_dtype(o.type))
     model = to_hal_model(tm)
     try:
-        validate_model(model)
+        level = validate_model(model).model_level
+        tm.min_supported_version = FEATURE_LEVEL_HAL_VERSION.get(level, "UNKNOWN")
         request = to_hal_request(tm)
         shapes = execute(model, request)
     except HalError as e:

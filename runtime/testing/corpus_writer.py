@@ -55,6 +55,8 @@ def model_json(tm: TestModel, extra: dict | None = None) -> dict:
            "is_relaxed": bool(tm.is_relaxed),
            "expected_multinomial_distribution_tolerance": float(tm.multinomial_tolerance),
            "main": subgraph_json(tm.main), "referenced": [subgraph_json(s) for s in tm.referenced]}
+    if getattr(tm, "criteria", ""):
+        doc["accuracy_criteria"] = tm.criteria
     doc.update(extra or {})
     return doc
 

@@ -77,6 +77,10 @@ class TestModel:
     main: TestSubgraph
     referenced: list[TestSubgraph] = field(default_factory=list)
     source: str = ""
+    #: Name of an aggregate criteria set (``runtime.testing.criteria.CRITERIA``, field
+    #: ``accuracy_criteria`` of the document) the model is judged with instead of the CTS
+    #: tolerances: random-graph reproducers; "" for corpus models.
+    criteria: str = ""
 
     @property
     def test_id(self) -> str:
@@ -164,7 +168,7 @@ def load_spec(path: str | Path) -> list[TestModel]:
                 float(m.get("expected_multinomial_distribution_tolerance", 0.0)),
                 _subgraph(m["main"], f"{where} main"),
                 [_subgraph(s, f"{where} referenced {i}") for i, s in enumerate(m.get("referenced", []))],
-                str(path)))
+                str(path), str(m.get("accuracy_criteria", ""))))
         except KeyError as e:
             raise CorpusError(f"{where}: missing field {e}") from None
     return models

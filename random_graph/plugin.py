@@ -1,0 +1,61 @@
+"""pytest plugin of the random-graph suite: options ``--seeds``, ``--first-seed``,
+``--config`` and ``--graph-dump``; one test item per (configuration, seed), id
+``RANDOM_GRAPH/<config>/<seed>``; single-operation items are marked with their operation
+and feature level. The configurations are those of the driver's feature level
+(:func:`random_graph.configs.all_configs`). Each item records its operations and, when it
+fails, its reproducers (``("reproducers", {...})``) in the outcome records. Shared options
+(``--driver``), the device fixture and the records come from :mod:`nncts.pytest_plugin`."""
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["nncts.pytest_plugin"]
+
+#: Seeds per configuration when --seeds is not given (CI); AOSP runs 50.
+DEFAULT_SEEDS = 2
+DEFAULT_DUMP = "random-graph-failures"
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("nncts")
+    g.addoption("--seeds", type=int, default=DEFAULT_SEEDS, metavar="N",
+                help=f"random graphs per configuration (default {DEFAULT_SEEDS}; AOSP runs 50)")
+    g.addoption("--first-seed", type=int, default=0, metavar="S", help="first seed (default 0)")
+    g.addoption("--config", action="append", default=[], metavar="PATTERN",
+                help="random-graph configurations (shell patterns, repeatable): single-CONV_2D-*, "
+                     "small-TENSOR_FLOAT32-rank4, large-*; default: all")
+    g.addoption("--graph-dump", default=DEFAULT_DUMP, metavar="DIR",
+                help=f"where failing graphs and their minimized reproducers go (default {DEFAULT_DUMP})")
+    g.addoption("--no-minimize", action="store_true", help="write failing graphs without minimizing them")
+
+
+def _driver_feature_level(config) -> int:
+    from runtime.drivers import DriverNotFound, load_driver
+    try:
+        return int(load_driver(config.getoption("driver")).get_feature_level())
+    except (DriverNotFound, TypeError) as e:
+        raise pytest.UsageError(f"--driver: {e}") from None
+
+
+def pytest_generate_tests(metafunc):
+    if "random_graph_case" not in metafunc.fixturenames:
+        return
+    from random_graph.configs import all_configs, select
+    config = metafunc.config
+    if config.getoption("seeds") < 1:
+        raise pytest.UsageError("--seeds: must be at least 1")
+    try:
+        chosen = select(all_configs(_driver_feature_level(config)), config.getoption("config"))
+    except ValueError as e:
+        raise pytest.UsageError(f"--config: {e}") from None
+    first = config.getoption("first_seed")
+    params = []
+    for c in chosen:
+        marks = []
+        if c.only and len(c.only) == 1:
+            from runtime import ops
+            marks = [getattr(pytest.mark, c.only[0].name),
+                     getattr(pytest.mark, f"fl{ops.REGISTRY[c.only[0]].signatures[c.signature].feature_level}")]
+        for seed in range(first, first + config.getoption("seeds")):
+            params.append(pytest.param((c, seed), id=f"RANDOM_GRAPH/{c.name}/{seed}", marks=marks))
+    metafunc.parametrize("random_graph_case", params)
