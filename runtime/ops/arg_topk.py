@@ -76,6 +76,15 @@ def _arg_kernel(pick):
     return execute
 
 
+def _generate_arg(d) -> None:
+    """Axis in [-n, n) (NNAPI ARGMAX / ARGMIN), mostly of a dimension > 1 (over a size-1
+    one every index is 0)."""
+    dims = d.dims0
+    wide = [a for a in range(len(dims)) if dims[a] > 1]
+    axis = d.choice(wide) if wide and d.coin(0.9) else d.integer(0, len(dims) - 1)
+    d.param("axis", axis - len(dims) if d.coin(0.3) else axis)
+
+
 def _arg_sigs():
     return tuple(sig(lv, [tensor("input", t, None), scalar("axis", T.INT32)],
                      [tensor("output", I32, None)]) for lv, t in LEVELS)
@@ -83,10 +92,10 @@ def _arg_sigs():
 
 register(OperationDef(OperationType.ARGMAX, _arg_sigs(), _arg_prepare, _arg_kernel(np.argmax),
                       summary="index of the largest element along an axis",
-                      aosp_source="CpuExecutor.cpp"))
+                      aosp_source="CpuExecutor.cpp", generate=_generate_arg))
 register(OperationDef(OperationType.ARGMIN, _arg_sigs(), _arg_prepare, _arg_kernel(np.argmin),
                       summary="index of the smallest element along an axis",
-                      aosp_source="CpuExecutor.cpp"))
+                      aosp_source="CpuExecutor.cpp", generate=_generate_arg))
 
 
 # --- TOPK_V2 -------------------------------------------------------------------------------
@@ -121,10 +130,23 @@ def _topk_execute(ctx: OpContext):
     return [values.reshape(shape), indices.reshape(shape)]
 
 
+def _generate_topk(d) -> None:
+    """k in [1, last dimension] (NNAPI TOPK_V2); an unlinked input 0 gets a last dimension
+    > 1 (k = 1 of 1 is a copy)."""
+    dims = list(d.dims0)
+    if dims[-1] == 1 and d.primary is None:
+        dims[-1] = d.dim(2, 64)
+        while int(np.prod(dims)) > d.max_elements and max(dims) > 2:
+            k = int(np.argmax(dims))
+            dims[k] = max(2 if k == len(dims) - 1 else 1, dims[k] // 2)
+        d.tensor(0, dims)
+    d.param("k", d.integer(1, dims[-1]) if d.coin(0.7) else d.integer(1, min(dims[-1], 4)))
+
+
 register(OperationDef(
     OperationType.TOPK_V2,
     tuple(sig(lv, [tensor("input", t, None), scalar("k", T.INT32)],
               [tensor("values", t, None), tensor("indices", I32, None)]) for lv, t in LEVELS),
     _topk_prepare, _topk_execute, validate=_topk_validate,
     summary="k largest entries of the last dimension, and their indices",
-    aosp_source="TopK_V2Execution.cpp"))
+    aosp_source="TopK_V2Execution.cpp", generate=_generate_topk))

@@ -81,6 +81,11 @@ def _reg(op, sigs, prepare, execute, summary, **kw):
     register(OperationDef(op, sigs, prepare, execute, validate=_same_quant, summary=summary, **kw))
 
 
+def _draft_axis(d, axis: int, rank: int) -> int:
+    """``axis`` (in [0, rank)) as given to the operation: sometimes counted from the end."""
+    return axis - rank if d.coin(0.3) else axis
+
+
 # --- CHANNEL_SHUFFLE ----------------------------------------------------------------------
 
 def _shuffle_params(ctx: OpContext) -> tuple[int, int]:
@@ -110,11 +115,29 @@ def _shuffle_execute(ctx: OpContext):
     return [np.ascontiguousarray(y).reshape(dims)]
 
 
+def _generate_channel_shuffle(d) -> None:
+    """An axis and num_groups dividing its size, neither 1 nor the size (which would leave
+    the input unchanged): taken from input 0's dims when some axis allows it, else input 0
+    redrawn with such an axis (NNAPI: num_groups divides dims[axis])."""
+    dims = list(d.dims0)
+    r = len(dims)
+    fits = [(a, g) for a in range(r) for g in range(2, dims[a]) if dims[a] % g == 0]
+    if fits and (d.primary is not None or d.coin(0.5)):
+        axis, groups = d.choice(fits)
+    else:
+        axis, groups = d.integer(0, r - 1), d.choice((2, 2, 3, 4))
+        dims = d.shape(r, budget=max(1, d.max_elements // 16))
+        dims[axis] = groups * d.choice((2, 2, 3, 4))
+        d.tensor(0, dims)
+    d.param("num_groups", groups)
+    d.param("axis", _draft_axis(d, axis, r))
+
+
 _reg(OperationType.CHANNEL_SHUFFLE,
      _sigs([scalar("num_groups", T.INT32), scalar("axis", T.INT32)],
            types=(T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM), ranks=(1, 2, 3, 4)),
      _shuffle_prepare, _shuffle_execute, "interleave the groups of channels along an axis",
-     aosp_source="ChannelShuffleExecution.cpp")
+     aosp_source="ChannelShuffleExecution.cpp", generate=_generate_channel_shuffle)
 
 
 # --- EXPAND_DIMS --------------------------------------------------------------------------
@@ -132,8 +155,14 @@ def _expand_execute(ctx: OpContext):
     return [ctx.value(0).reshape(_expand_prepare(ctx)[0])]
 
 
+def _generate_expand_dims(d) -> None:
+    """Axis in [-(n+1), n+1) (NNAPI EXPAND_DIMS: the new dimension may go last)."""
+    d.param("axis", d.integer(-d.rank0 - 1, d.rank0))
+
+
 _reg(OperationType.EXPAND_DIMS, _sigs([scalar("axis", T.INT32)]), _expand_prepare,
-     _expand_execute, "insert a dimension of size 1", aosp_source="CpuExecutor.cpp")
+     _expand_execute, "insert a dimension of size 1", aosp_source="CpuExecutor.cpp",
+     generate=_generate_expand_dims)
 
 
 # --- GATHER -------------------------------------------------------------------------------
@@ -164,10 +193,22 @@ def _gather_execute(ctx: OpContext):
     return [np.take(ctx.value(0), ctx.value(2).astype(np.int64), axis=axis)]
 
 
+def _generate_gather(d) -> None:
+    """Axis in [-n, n); indices of rank k (output rank n - 1 + k kept <= 4) with values
+    in [0, dims[axis]) (NNAPI GATHER), few enough to keep the output small."""
+    dims, r = d.dims0, d.rank0
+    axis = d.integer(0, r - 1)
+    d.param("axis", _draft_axis(d, axis, r))
+    rest = max(1, math.prod(dims) // dims[axis])
+    k = d.integer(1, max(1, 5 - r))
+    shape = d.shape(k, budget=max(1, min(256, 2 * d.max_elements // rest)))
+    d.tensor("indices", shape, low=0, high=dims[axis] - 1)
+
+
 _reg(OperationType.GATHER,
      _sigs([scalar("axis", T.INT32), tensor("indices", I32, None)]),
      _gather_prepare, _gather_execute, "gather slices along an axis at the given indices",
-     aosp_source="GatherExecution.cpp")
+     aosp_source="GatherExecution.cpp", generate=_generate_gather)
 
 
 # --- SLICE --------------------------------------------------------------------------------
@@ -198,10 +239,22 @@ def _slice_execute(ctx: OpContext):
     return [np.ascontiguousarray(ctx.value(0)[region])]
 
 
+def _generate_slice(d) -> None:
+    """begin in [0, dims[i]) and size in [1, dims[i] - begin] or -1 (to the end) per
+    dimension (NNAPI SLICE), so the slice is never empty."""
+    begin, size = [], []
+    for n in d.dims0:
+        b = 0 if d.coin(0.3) else d.integer(0, n - 1)
+        begin.append(b)
+        size.append(-1 if d.coin(0.25) else d.integer(1, n - b))
+    d.param("begin", begin, [d.rank0])
+    d.param("size", size, [d.rank0])
+
+
 _reg(OperationType.SLICE,
      _sigs([tensor("begin", I32, (1,)), tensor("size", I32, (1,))]),
      _slice_prepare, _slice_execute, "slice of a given size from a given position",
-     allows_zero_sized_input=True, aosp_source="SliceExecution.cpp")
+     allows_zero_sized_input=True, aosp_source="SliceExecution.cpp", generate=_generate_slice)
 
 
 # --- SPLIT --------------------------------------------------------------------------------
@@ -231,9 +284,18 @@ def _split_execute(ctx: OpContext):
     return [np.ascontiguousarray(p) for p in np.split(ctx.value(0), n, axis=axis)]
 
 
+def _generate_split(d) -> None:
+    """Axis in [-n, n); num_splits 1, the only count the generator's single output slot
+    allows (it builds one output per signature output before ``prepare``; NNAPI also
+    requires num_splits to divide dims[axis] and to equal the output count)."""
+    axis = d.integer(0, d.rank0 - 1)
+    d.param("axis", _draft_axis(d, axis, d.rank0))
+    d.param("num_splits", 1)
+
+
 _reg(OperationType.SPLIT, _sigs([scalar("axis", T.INT32), scalar("num_splits", T.INT32)]),
      _split_prepare, _split_execute, "split into equal parts along an axis",
-     variadic_outputs=True, aosp_source="CpuExecutor.cpp")
+     variadic_outputs=True, aosp_source="CpuExecutor.cpp", generate=_generate_split)
 
 
 # --- TILE ---------------------------------------------------------------------------------
@@ -255,5 +317,15 @@ def _tile_execute(ctx: OpContext):
     return [np.tile(ctx.value(0), _multiples(ctx))]
 
 
+def _generate_tile(d) -> None:
+    """multiples in [1, 3] per dimension (0 would give an empty output), lowered until the
+    output holds at most 2 * max_elements elements."""
+    dims = d.dims0
+    m = [d.integer(1, 3) for _ in dims]
+    while math.prod(x * k for x, k in zip(dims, m)) > 2 * d.max_elements and max(m) > 1:
+        m[m.index(max(m))] -= 1
+    d.param("multiples", m, [d.rank0])
+
+
 _reg(OperationType.TILE, _sigs([tensor("multiples", I32, (1,))]), _tile_prepare, _tile_execute,
-     "repeat the input along every dimension", aosp_source="CpuExecutor.cpp")
+     "repeat the input along every dimension", aosp_source="CpuExecutor.cpp", generate=_generate_tile)

@@ -81,13 +81,67 @@ def _mean(ctx: OpContext):
     return [from_float(ctx.outputs[0], np.reshape(real, _prepare(ctx)[0]))]
 
 
+def _draft_axes(d, limit: int | None = None, redraw: bool = False) -> None:
+    """Input 1: 1 to rank distinct dimensions, each in [-rank, rank) (half of them
+    negative), mostly of size > 1 (reducing a size-1 dimension changes nothing). With
+    ``limit``, dimensions whose product (the elements reduced into one) stays within it;
+    when no dimension > 1 is that small, one of input 0's dimensions is redrawn in
+    [2, limit] (which drops a link) if ``redraw`` or input 0 is unlinked, else the
+    smallest dimension is reduced."""
+    dims = list(d.dims0)
+    r = len(dims)
+    if limit is not None and not any(1 < x <= limit for x in dims):
+        if redraw or d.primary is None:
+            dims[d.integer(0, r - 1)] = d.dim(2, limit)
+            d.tensor(0, dims)
+        else:
+            d.param(1, [int(np.argmin(dims))], [1])
+            return
+    wide = [a for a in range(r) if dims[a] > 1 and (limit is None or dims[a] <= limit)]
+    pool = wide if wide and d.coin(0.85) else [a for a in range(r) if limit is None or dims[a] <= limit]
+    axes = [int(a) for a in d.rng.permutation(pool)[:d.integer(1, len(pool))]]
+    if limit is not None:
+        keep, count = [], 1
+        for a in axes:
+            if count * dims[a] <= limit:
+                keep.append(a)
+                count *= dims[a]
+        axes = keep
+    d.param(1, [a - r if d.coin() else a for a in axes], [len(axes)])
+
+
+def _generate_reduce(d) -> None:
+    """Distinct axes in [-rank, rank), mostly of dimensions > 1 (NNAPI MEAN / REDUCE_*:
+    axes in range; keep_dims from its domain)."""
+    _draft_axes(d)
+
+
+def _generate_reduce_bool(d) -> None:
+    """REDUCE_ALL / REDUCE_ANY: axes reducing at most 6 elements into one (where the
+    random booleans leave both outcomes likely; over many every ALL is false and every ANY
+    true)."""
+    _draft_axes(d, limit=6)
+
+
+def _generate_reduce_prod(d) -> None:
+    """REDUCE_PROD: no overflow or underflow, even in float16: values in [0.6, 1.6] with
+    at most 32 elements per product, or in [-1.6, 1.6] (not near 0) with at most 6."""
+    if d.coin():
+        d[0].low, d[0].high = 0.6, 1.6
+        _draft_axes(d, limit=32, redraw=True)
+    else:
+        d[0].low, d[0].high, d[0].nonzero = -1.6, 1.6, True
+        _draft_axes(d, limit=6, redraw=True)
+
+
 register(OperationDef(
     OperationType.MEAN,
     tuple(sig(level, [tensor("input", t), tensor("axis", T.TENSOR_INT32, (1,)),
                       scalar("keep_dims", T.INT32)], [tensor("output", t)])
           for level, t in ((2, F32), (2, Q8), (3, F16), (4, T.TENSOR_QUANT8_ASYMM_SIGNED))),
     _prepare, _mean, validate=_validate,
-    summary="mean over the given dimensions, optionally keeping them", aosp_source="CpuExecutor.cpp"))
+    summary="mean over the given dimensions, optionally keeping them", aosp_source="CpuExecutor.cpp",
+    generate=_generate_reduce))
 
 
 # --- REDUCE_* (FL3) ----------------------------------------------------------------------
@@ -128,14 +182,18 @@ def _reduce_sigs(types, fl4_types=()):
 
 
 _Q8S = (T.TENSOR_QUANT8_ASYMM_SIGNED,)
-for _op, _types, _fl4, _reduce, _summary in (
-        (OperationType.REDUCE_ALL, (T.TENSOR_BOOL8,), (), np.all, "logical and over dimensions"),
-        (OperationType.REDUCE_ANY, (T.TENSOR_BOOL8,), (), np.any, "logical or over dimensions"),
+for _op, _types, _fl4, _reduce, _summary, _generate in (
+        (OperationType.REDUCE_ALL, (T.TENSOR_BOOL8,), (), np.all, "logical and over dimensions",
+         _generate_reduce_bool),
+        (OperationType.REDUCE_ANY, (T.TENSOR_BOOL8,), (), np.any, "logical or over dimensions",
+         _generate_reduce_bool),
         (OperationType.REDUCE_MAX, (F16, F32, Q8), _Q8S, _extreme(np.max, True),
-         "maximum over dimensions"),
+         "maximum over dimensions", _generate_reduce),
         (OperationType.REDUCE_MIN, (F16, F32, Q8), _Q8S, _extreme(np.min, False),
-         "minimum over dimensions"),
-        (OperationType.REDUCE_PROD, (F16, F32), (), _prod, "product over dimensions"),
-        (OperationType.REDUCE_SUM, (F16, F32), (), _sum, "sum over dimensions")):
+         "minimum over dimensions", _generate_reduce),
+        (OperationType.REDUCE_PROD, (F16, F32), (), _prod, "product over dimensions",
+         _generate_reduce_prod),
+        (OperationType.REDUCE_SUM, (F16, F32), (), _sum, "sum over dimensions", _generate_reduce)):
     register(OperationDef(_op, _reduce_sigs(_types, _fl4), _prepare, _kernel(_reduce),
-                          validate=_validate, summary=_summary, aosp_source="ReduceExecution.cpp"))
+                          validate=_validate, summary=_summary, aosp_source="ReduceExecution.cpp",
+                          generate=_generate))

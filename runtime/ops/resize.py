@@ -240,14 +240,55 @@ def _nearest_execute(ctx: OpContext):
     return [from_nhwc(nearest_neighbor(x, height, width, *_flags(ctx)), nchw)]
 
 
+def _draft_extent(d, in_size: int, most: int, scale_type) -> tuple[int, object]:
+    """(output extent, input value) along one axis of ``in_size``: an extent in [1, most]
+    (mostly a half, double, same or 1.5x the input, else any), given as the INT32 itself
+    or (``scale_type`` FLOAT32 / FLOAT16) as a scale whose binary32 product with
+    ``in_size`` floors to it."""
+    pick = d.choice(("half", "double", "same", "x1.5", "any", "any"))
+    want = {"half": in_size // 2, "double": in_size * 2, "same": in_size,
+            "x1.5": in_size * 3 // 2}.get(pick) or d.integer(1, max(1, 3 * in_size))
+    out = int(min(max(want, 1), most))
+    if scale_type == T.INT32:
+        return out, out
+    cast = np.float16 if scale_type == T.FLOAT16 else np.float32
+    scale = out / in_size if pick not in ("half", "double") or out != want else (0.5 if pick == "half" else 2.0)
+    for _ in range(64):  # nudge the scale until it lands on an extent in [1, most]
+        value = cast(scale)
+        got = math.floor(np.float32(in_size) * np.float32(value))
+        if 1 <= got <= most:
+            return got, float(value)
+        scale *= 1.02 if got < 1 else 0.98
+    return 1, float(cast(1.0))
+
+
+def _generate_resize(d) -> None:
+    """Output width and height (INT32 sizes, or scales whose binary32 product with the
+    input extent floors to >= 1) keeping the output at most 2 * max_elements elements;
+    align_corners and half_pixel_centers never both true (NNAPI RESIZE_*)."""
+    nchw = len(d.slots) > LAYOUT and not d[LAYOUT].omitted and bool(d[LAYOUT].value)
+    n, h, w, c = nhwc_dims(d.dims0, nchw)
+    pixels = max(1, 2 * d.max_elements // max(1, n * c))
+    side = max(1, int(math.isqrt(pixels)))
+    size_type = d[1].type
+    out_h, height = _draft_extent(d, h, min(d.max_dim, side if d.coin() else pixels), size_type)
+    _, width = _draft_extent(d, w, min(d.max_dim, max(1, pixels // out_h)), size_type)
+    d.param(1, width)
+    d.param(2, height)
+    if len(d.slots) > HALF_PIXEL_CENTERS:
+        flags = [d[ALIGN_CORNERS], d[HALF_PIXEL_CENTERS]]
+        if all(not s.omitted and bool(s.value) for s in flags):
+            d.param(d.choice((ALIGN_CORNERS, HALF_PIXEL_CENTERS)), False)
+
+
 register(OperationDef(
     OperationType.RESIZE_BILINEAR, _signatures(bilinear=True), _prepare, _bilinear_execute,
     validate=_validate,
     summary="bilinear resize of NHWC/NCHW images to a size or by scales",
-    allows_zero_sized_input=True, aosp_source="ResizeImageOpsExecution.cpp"))
+    allows_zero_sized_input=True, aosp_source="ResizeImageOpsExecution.cpp", generate=_generate_resize))
 
 register(OperationDef(
     OperationType.RESIZE_NEAREST_NEIGHBOR, _signatures(bilinear=False), _prepare,
     _nearest_execute, validate=_validate,
     summary="nearest-neighbour resize of NHWC/NCHW images to a size or by scales",
-    allows_zero_sized_input=True, aosp_source="ResizeImageOpsExecution.cpp"))
+    allows_zero_sized_input=True, aosp_source="ResizeImageOpsExecution.cpp", generate=_generate_resize))

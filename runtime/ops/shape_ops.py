@@ -51,11 +51,12 @@ from typing import Sequence
 
 import numpy as np
 
-from ..types import OperandType, OperationType
+from ..types import OperandType, OperationType, is_quantized_type
 from .base import (OpContext, OperandView, OperationDef, check, register, scalar,
                    sig, tensor)
 from .common import (check_same_quant, from_float, from_nhwc, int_vector, is_quant,
                      layout_dims, layout_flag, nhwc_dims, to_float, to_nhwc)
+from .generation import quant_limits
 
 T = OperandType
 F32, Q8, I32 = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
@@ -185,6 +186,38 @@ def _reg(op, sigs, prepare, execute, summary, validate=_same_quant, **kw):
     register(OperationDef(op, sigs, prepare, execute, validate=validate, summary=summary, **kw))
 
 
+# --- random-graph generation helpers (runtime/ops/generation.py) --------------------------
+
+def _draft_nchw(d) -> bool:
+    """Whether a draft's optional layout flag (if any) is given and true (NCHW)."""
+    try:
+        s = d.slot("layout")
+    except KeyError:
+        return False
+    return not s.omitted and s.value is not None and bool(s.value)
+
+
+def _draft_nhwc(d, nhwc: Sequence[int]) -> None:
+    """Give input 0 the NHWC dimensions ``nhwc`` in the draft's layout (drops a link)."""
+    d.tensor(0, layout_dims(tuple(nhwc), _draft_nchw(d)))
+
+
+def _draft_zero_point_0(d) -> None:
+    """Sometimes give an unlinked TENSOR_QUANT8_ASYMM input 0 zeroPoint 0, the rule of
+    feature levels 1-2 for PAD and SPACE_TO_BATCH_ND (see meets_fl2_quant_rules)."""
+    if d[0].type == Q8 and d.primary is None and d.coin(0.5):
+        d[0].zero_point = 0
+
+
+def _draft_paddings(d, dims: Sequence[int], limits: Sequence[int], most: int = 3) -> np.ndarray:
+    """[rank, 2] paddings in [0, min(limit, most)] per dimension, trimmed until the padded
+    tensor holds at most 2 * max_elements elements."""
+    p = np.array([[d.integer(0, min(lim, most)) for _ in range(2)] for lim in limits], np.int64)
+    while math.prod(int(x + a + b) for x, (a, b) in zip(dims, p)) > 2 * d.max_elements and p.any():
+        p[np.unravel_index(int(np.argmax(p)), p.shape)] -= 1
+    return p
+
+
 # --- CONCATENATION (FL1) -----------------------------------------------------------------
 
 def _concat_prepare(ctx: OpContext):
@@ -217,12 +250,41 @@ def _concat_execute(ctx: OpContext):
     return [np.concatenate(parts, axis=ctx.scalar(n))]
 
 
+def _generate_concat(d) -> None:
+    """Axis in [0, rank) (AOSP refuses negative ones); the other inputs share input 0's
+    dims off the axis with an extent of their own on it. Quantized: half the time every
+    input and the output share input 0's scale and zeroPoint (the FL1 rule), else each
+    input keeps its own and the output covers all their ranges (requantized, FL3+)."""
+    n = len(d.slots) - 1
+    dims0 = list(d.dims0)
+    axis = d.integer(0, len(dims0) - 1)
+    d.param(n, axis)
+    rest = math.prod(dims0) // dims0[axis]
+    for k in range(1, n):
+        dims = list(dims0)
+        dims[axis] = d.dim(1, max(1, d.max_elements // max(1, rest)))
+        d.tensor(k, dims)
+    if not is_quantized_type(d[0].type):
+        return
+    if d.coin(0.5):
+        q = (d[0].scale, d[0].zero_point)
+        for k in range(1, n):
+            d[k].scale, d[k].zero_point = q
+        d.out_quant[0] = q
+        return
+    lo, hi = quant_limits(d[0].type)
+    rmin = min(0.0, *((lo - d[k].zero_point) * d[k].scale for k in range(n)))
+    rmax = max(0.0, *((hi - d[k].zero_point) * d[k].scale for k in range(n)))
+    scale = float(np.float32((rmax - rmin) / (hi - lo)))
+    d.out_quant[0] = (scale, int(np.clip(round(lo - rmin / scale), lo, hi)))
+
+
 register(OperationDef(
     OperationType.CONCATENATION,
     tuple(sig(lv, [tensor("input0..n-1", t), scalar("axis", T.INT32)], [tensor("output", t)])
           for lv, t in _levels(1)),
     _concat_prepare, _concat_execute, validate=_fl2_quant_rules,
-    summary="concatenate n >= 1 tensors along axis", variadic=True,
+    summary="concatenate n >= 1 tensors along axis", variadic=True, generate=_generate_concat,
     allows_zero_sized_input=True, nonnegative_axis=True, aosp_source="ConcatenationExecution.cpp"))
 
 
@@ -246,6 +308,26 @@ def _reshape_prepare(ctx: OpContext):
     return [tuple(shape)]
 
 
+def _generate_reshape(d) -> None:
+    """A target shape of rank 1-4 holding input 0's element count (its prime factors
+    spread over the dimensions), one value sometimes -1 (inferred)."""
+    count, factors, p = math.prod(d.dims0), [], 2
+    c = count
+    while p * p <= c:
+        while c % p == 0:
+            factors.append(p)
+            c //= p
+        p += 1
+    if c > 1:
+        factors.append(c)
+    shape = [1] * d.integer(1, 4)
+    for f in factors:
+        shape[d.integer(0, len(shape) - 1)] *= f
+    if d.coin(0.3):
+        shape[d.integer(0, len(shape) - 1)] = -1
+    d.param("shape", shape, [len(shape)])
+
+
 #: Feature level of RESHAPE's TENSOR_INT32 form (NNAPI feature level 6, Android API 31+).
 RESHAPE_INT32_LEVEL = 6
 _reg(OperationType.RESHAPE,
@@ -254,7 +336,7 @@ _reg(OperationType.RESHAPE,
             [tensor("output", I32)]),),
      _reshape_prepare,
      _reshaping(_reshape_prepare), "same values in the shape given by input 1 (-1 inferred)",
-     aosp_source="CpuExecutor.cpp")
+     aosp_source="CpuExecutor.cpp", generate=_generate_reshape)
 
 
 # --- DEPTH_TO_SPACE, SPACE_TO_DEPTH (FL1; NCHW flag FL3) ------------------------------------
@@ -317,13 +399,41 @@ def _s2d(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     return y.reshape(n, h // b, w // b, b * b * c)
 
 
+def _generate_d2s(d) -> None:
+    """block_size 1-4 whose square divides the depth: kept from input 0 when one >= 2
+    does, else input 0 redrawn with depth a multiple of block_size^2 (NNAPI DEPTH_TO_SPACE)."""
+    n, h, w, c = nhwc_dims(d.dims0, _draft_nchw(d))
+    fits = [b for b in (2, 3, 4) if c % (b * b) == 0]
+    if d.primary is not None and fits:
+        b = d.choice(fits)
+    else:
+        b = d.choice((1, 2, 2, 2, 3, 4))
+        n, h, w, c = d.shape(4, budget=max(1, d.max_elements // (b * b)))
+        _draft_nhwc(d, (n, h, w, c * b * b))
+    d.param("block_size", b)
+
+
+def _generate_s2d(d) -> None:
+    """block_size 1-4 dividing height and width: kept from input 0 when one >= 2 does,
+    else input 0 redrawn with height and width multiples of it (NNAPI SPACE_TO_DEPTH)."""
+    n, h, w, c = nhwc_dims(d.dims0, _draft_nchw(d))
+    fits = [b for b in (2, 3, 4) if h % b == 0 and w % b == 0]
+    if d.primary is not None and fits:
+        b = d.choice(fits)
+    else:
+        b = d.choice((1, 2, 2, 2, 3, 4))
+        n, h, w, c = d.shape(4, budget=max(1, d.max_elements // (b * b)))
+        _draft_nhwc(d, (n, h * b, w * b, c))
+    d.param("block_size", b)
+
+
 _BLOCK = [scalar("block_size", T.INT32)]
 _reg(OperationType.DEPTH_TO_SPACE, _sigs(1, _BLOCK, (4,), layout=True), _d2s_prepare,
      _nhwc_kernel(_d2s), "move depth blocks of block_size^2 into spatial blocks (NHWC or NCHW)",
-     aosp_source="CpuExecutor.cpp")
+     aosp_source="CpuExecutor.cpp", generate=_generate_d2s)
 _reg(OperationType.SPACE_TO_DEPTH, _sigs(1, _BLOCK, (4,), layout=True), _s2d_prepare,
      _nhwc_kernel(_s2d), "move spatial blocks of block_size x block_size into depth (NHWC or NCHW)",
-     aosp_source="CpuExecutor.cpp")
+     aosp_source="CpuExecutor.cpp", generate=_generate_s2d)
 
 
 # --- BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND (FL2; NCHW flag FL3) -------------------------------
@@ -373,15 +483,45 @@ def _s2b(ctx: OpContext, x: np.ndarray) -> np.ndarray:
     return y.reshape(n * b0 * b1, h // b0, w // b1, c)
 
 
+def _generate_b2s(d) -> None:
+    """block_shape [b0, b1] (1-3 each, not both 1) whose product divides the batch: kept
+    from input 0 when one does, else input 0 redrawn with a batch multiple of b0 * b1."""
+    n, h, w, c = nhwc_dims(d.dims0, _draft_nchw(d))
+    pairs = [(b0, b1) for b0 in (1, 2, 3) for b1 in (1, 2, 3) if b0 * b1 > 1]
+    fits = [p for p in pairs if n % (p[0] * p[1]) == 0]
+    if d.primary is not None and fits:
+        b0, b1 = d.choice(fits)
+    else:
+        b0, b1 = d.choice(pairs)
+        n, h, w, c = d.shape(4, budget=max(1, d.max_elements // (b0 * b1)))
+        _draft_nhwc(d, (n * b0 * b1, h, w, c))
+    d.param("block_shape", [b0, b1], [2])
+
+
+def _generate_s2b(d) -> None:
+    """block_shape [b0, b1] (1-3 each) and [2, 2] paddings (>= 0) making the padded height
+    and width multiples of it; input 0 kept. TENSOR_QUANT8_ASYMM: sometimes zeroPoint 0."""
+    n, h, w, c = nhwc_dims(d.dims0, _draft_nchw(d))
+    b = [d.choice((1, 2, 2, 3)), d.choice((1, 2, 2, 3))]
+    p = []
+    for size, bk in zip((h, w), b):
+        before = d.integer(0, 2)
+        p.append([before, (-(size + before)) % bk + bk * d.integer(0, 1 if bk < 3 else 0)])
+    d.param("block_shape", b, [2])
+    d.param("paddings", p, [2, 2])
+    _draft_zero_point_0(d)
+
+
 _reg(OperationType.BATCH_TO_SPACE_ND,
      _sigs(2, [tensor("block_shape", I32, (1,))], (4,), layout=True),
      _b2s_prepare, _nhwc_kernel(_b2s), "move batch blocks back into the spatial grid (NHWC or NCHW)",
-     aosp_source="CpuExecutor.cpp")
+     aosp_source="CpuExecutor.cpp", generate=_generate_b2s)
 _reg(OperationType.SPACE_TO_BATCH_ND,
      _sigs(2, [tensor("block_shape", I32, (1,)), tensor("paddings", I32, (2,))], (4,),
            layout=True),
      _s2b_prepare, _nhwc_kernel(_s2b),
-     "pad with logical zero, then move spatial blocks into batch (NHWC or NCHW)", aosp_source="CpuExecutor.cpp")
+     "pad with logical zero, then move spatial blocks into batch (NHWC or NCHW)", aosp_source="CpuExecutor.cpp",
+     generate=_generate_s2b)
 
 
 # --- PAD (FL2) -------------------------------------------------------------------------
@@ -402,8 +542,15 @@ def _pad_execute(ctx: OpContext):
     return [np.pad(ctx.value(0), [tuple(r) for r in p], constant_values=_pad_value(ctx.inputs[0]))]
 
 
+def _generate_pad(d) -> None:
+    """[rank, 2] paddings in [0, 3] (NNAPI: >= 0), the output kept small.
+    TENSOR_QUANT8_ASYMM: sometimes zeroPoint 0 (the FL2 rule)."""
+    d.param("paddings", _draft_paddings(d, d.dims0, d.dims0), [d.rank0, 2])
+    _draft_zero_point_0(d)
+
+
 _reg(OperationType.PAD, _sigs(2, [tensor("paddings", I32, (2,))]), _pad_prepare, _pad_execute,
-     "pad every dimension with zeros", aosp_source="CpuExecutor.cpp")
+     "pad every dimension with zeros", aosp_source="CpuExecutor.cpp", generate=_generate_pad)
 
 
 # --- PAD_V2 (FL3) -----------------------------------------------------------------------
@@ -441,13 +588,24 @@ def _pad_v2_execute(ctx: OpContext):
                    constant_values=np.asarray(_pad_v2_value(ctx)).astype(x.dtype))]
 
 
+def _generate_pad_v2(d) -> None:
+    """PAD's paddings; the pad value a float in [-2, 2], or for quantized input 0 an INT32
+    across the type's stored range (NNAPI PAD_V2: already in input 0's quantization)."""
+    d.param("paddings", _draft_paddings(d, d.dims0, d.dims0), [d.rank0, 2])
+    if is_quantized_type(d[0].type):
+        d.param("pad_value", d.integer(*quant_limits(d[0].type)))
+    else:
+        d.param("pad_value", d.uniform(-2.0, 2.0))
+
+
 register(OperationDef(
     OperationType.PAD_V2,
     tuple(sig(lv, [tensor("input", t), tensor("paddings", I32, (2,)),
                    scalar("pad_value", _PAD_VALUE_TYPE[t])], [tensor("output", t)])
           for lv, t in ((3, F32), (3, F16), (3, Q8), (SIGNED_LEVEL, Q8S))),
     _pad_v2_prepare, _pad_v2_execute, validate=_same_quant,
-    summary="pad every dimension with a given value", aosp_source="CpuExecutor.cpp"))
+    summary="pad every dimension with a given value", aosp_source="CpuExecutor.cpp",
+    generate=_generate_pad_v2))
 
 
 # --- SQUEEZE (FL2) -------------------------------------------------------------------
@@ -472,9 +630,28 @@ def _squeeze_prepare(ctx: OpContext):
     return [tuple(d for i, d in enumerate(dims) if i not in drop) or (1,)]
 
 
+def _generate_squeeze(d) -> None:
+    """Input 0 with some dimensions of size 1 (redrawn when a linked one has none, or
+    sometimes when unlinked); squeeze_dims a non-empty subset of them, each in [-rank,
+    rank) (NNAPI: every listed dimension has size 1)."""
+    dims = list(d.dims0)
+    ones = [i for i, x in enumerate(dims) if x == 1]
+    if not ones if d.primary is not None else (not ones or d.coin(0.5)):
+        for i in d.rng.permutation(len(dims))[:d.integer(1, max(1, len(dims) - 1))]:
+            dims[int(i)] = 1
+        d.tensor(0, dims)
+        ones = [i for i, x in enumerate(dims) if x == 1]
+    s = d.slot("squeeze_dims")
+    if not s.omitted:
+        r = len(dims)
+        pick = d.rng.permutation(ones)[:d.integer(1, len(ones))]
+        pick = [int(a) - (r if d.coin(0.3) else 0) for a in pick]
+        d.param("squeeze_dims", pick, [len(pick)])
+
+
 _reg(OperationType.SQUEEZE, _sigs(2, [tensor("squeeze_dims", I32, (1,), optional=True)]),
      _squeeze_prepare, _reshaping(_squeeze_prepare), "remove dimensions of size 1",
-     allows_omitted_operand=True, aosp_source="SqueezeExecution.cpp")
+     allows_omitted_operand=True, aosp_source="SqueezeExecution.cpp", generate=_generate_squeeze)
 
 
 # --- STRIDED_SLICE (FL2) -------------------------------------------------------------
@@ -528,11 +705,66 @@ def _strided_slice_execute(ctx: OpContext):
     return [x.reshape(_sliced_shape(ctx, ranges))]
 
 
+def _slice_dimension(d, size: int, shrink: bool) -> tuple[int, int, int, bool, bool]:
+    """(begin, end, stride, begin_mask bit, end_mask bit) of one STRIDED_SLICE dimension
+    taking at least one index: strides 1-3 or -1, -2; begin / end sometimes negative
+    (from the end), past the end (clamped) or replaced by a mask bit; a shrunk dimension
+    takes one index with a positive stride."""
+    if shrink:
+        s = d.choice((1, 1, 2))
+        b = d.integer(0, size - 1)
+        e = min(size, b + d.integer(1, s))
+    elif d.coin(0.6):
+        s = d.choice((1, 1, 1, 2, 3))
+        b = 0 if d.coin(0.4) else d.integer(0, size - 1)
+        e = size if d.coin(0.4) else d.integer(b + 1, size)
+    else:
+        s = d.choice((-1, -1, -2))
+        b = size - 1 if d.coin(0.4) else d.integer(0, size - 1)
+        e = -1 if d.coin(0.4) else d.integer(-1, b - 1)
+    first, last = (0, size) if s > 0 else (size - 1, -1)
+    bmask = b == first and d.coin(0.4)
+    emask = e == last and d.coin(0.4)
+    if bmask:
+        b = d.integer(-size, size)  # ignored
+    elif b == size - 1 and s < 0 and d.coin(0.3):
+        b = size + d.integer(0, 2)  # clamped to size - 1
+    elif d.coin(0.3):
+        b -= size
+    if emask:
+        e = d.integer(-size, size)  # ignored
+    elif e == size:
+        e = size + d.integer(0, 2)  # clamped to size
+    elif e == -1:
+        e = -size - 1 - d.integer(0, 2)  # clamped to -1 (before index 0)
+    elif d.coin(0.3):
+        e -= size
+    return b, e, s, bmask, emask
+
+
+def _generate_strided_slice(d) -> None:
+    """begin / end / strides of input 0's rank and the three masks, every dimension taking
+    at least one index (see _slice_dimension); shrink_axis_mask bits on dimensions of one
+    index with a positive stride (NNAPI STRIDED_SLICE)."""
+    rows = []
+    masks = [0, 0, 0]
+    for i, size in enumerate(d.dims0):
+        shrink = d.coin(0.15)
+        b, e, s, bm, em = _slice_dimension(d, size, shrink)
+        rows.append((b, e, s))
+        masks = [m | (bit << i) for m, bit in zip(masks, (bm, em, shrink))]
+    r = d.rank0
+    for k, name in enumerate(("begin", "end", "strides")):
+        d.param(name, [row[k] for row in rows], [r])
+    for name, m in zip(("begin_mask", "end_mask", "shrink_axis_mask"), masks):
+        d.param(name, m)
+
+
 _reg(OperationType.STRIDED_SLICE,
      _sigs(2, [tensor(n, I32, (1,)) for n in ("begin", "end", "strides")]
            + [scalar(n, T.INT32) for n in ("begin_mask", "end_mask", "shrink_axis_mask")]),
      _strided_slice_prepare, _strided_slice_execute, "slice with begin/end/strides and masks",
-     aosp_source="StridedSliceExecution.cpp")
+     aosp_source="StridedSliceExecution.cpp", generate=_generate_strided_slice)
 
 
 # --- TRANSPOSE (FL2) -----------------------------------------------------------------
@@ -560,7 +792,14 @@ def _transpose_execute(ctx: OpContext):
     return [np.ascontiguousarray(np.transpose(ctx.value(0), _perm(ctx)))]
 
 
+def _generate_transpose(d) -> None:
+    """perm a random permutation of 0..rank-1 (unless omitted: reversed dimensions)."""
+    if not d.slot("perm").omitted:
+        d.param("perm", d.rng.permutation(d.rank0), [d.rank0])
+
+
 _reg(OperationType.TRANSPOSE, _sigs(2, [tensor("perm", I32, (1,), optional=True)]),
      _transpose_prepare, _transpose_execute,
      "permute dimensions (reverse them when perm is omitted)",
-     allows_zero_sized_input=True, allows_omitted_operand=True, aosp_source="TransposeExecution.cpp")
+     allows_zero_sized_input=True, allows_omitted_operand=True, aosp_source="TransposeExecution.cpp",
+     generate=_generate_transpose)

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..types import OperandType, OperationType, operand_dtype
+from ..types import OperandType, OperationType, is_quantized_type, operand_dtype
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import check_same_quant, int_vector, is_quant
 
@@ -103,12 +103,22 @@ def _fill_execute(ctx: OpContext):
     return [np.full(shape, ctx.scalar(1), dtype=operand_dtype(ctx.outputs[0].type))]
 
 
+def _generate_fill(d) -> None:
+    """dims a constant shape of rank 1-4 (values >= 1, at most max_elements elements; a
+    linked input 0 is dropped, its values need not be a shape); the value a float in
+    [-2, 2] or an INT32 in [-10, 10]."""
+    shape = d.shape(d.integer(1, 4))
+    d.param("dims", shape, [len(shape)])
+    d.param("value", d.integer(-10, 10) if d.slot("value").type == T.INT32 else d.uniform(-2.0, 2.0))
+
+
 register(OperationDef(
     OperationType.FILL,
     tuple(sig(FILL_LEVEL, [tensor("dims", I32, (1,)), scalar("value", v)],
               [tensor("output", t, None)]) for t, v in _FILL_VALUE_TYPE.items()),
     _fill_prepare, _fill_execute,
-    summary="tensor of a given shape filled with a scalar value", aosp_source="FillExecution.cpp"))
+    summary="tensor of a given shape filled with a scalar value", aosp_source="FillExecution.cpp",
+    generate=_generate_fill))
 
 
 # --- RANK (FL4) -----------------------------------------------------------------------------
@@ -177,13 +187,25 @@ def _pack_execute(ctx: OpContext):
     return [np.stack([ctx.value(i) for i in range(1, len(ctx.inputs))], axis=ctx.scalar(0))]
 
 
+def _generate_pack(d) -> None:
+    """Axis in [0, R] (AOSP refuses negative ones); every input with input 1's dims and,
+    quantized, its scale and zeroPoint, which the output keeps (NNAPI PACK)."""
+    d.param("axis", d.integer(0, len(d[1].dims)))
+    if is_quantized_type(d[1].type):
+        q = (d[1].scale, d[1].zero_point)
+        for s in d.slots[2:]:
+            s.scale, s.zero_point = q
+        d.out_quant[0] = q
+
+
 register(OperationDef(
     OperationType.PACK,
     tuple(sig(PACK_LEVEL, [scalar("axis", T.INT32), tensor("input1..n", t, None)],
               [tensor("output", t, None)]) for t in MOVE_TYPES),
     _pack_prepare, _pack_execute, validate=_pack_validate,
     summary="stack n >= 1 tensors of equal shape along a new axis",
-    variadic=True, variadic_index=1, nonnegative_axis=True, aosp_source="PackExecution.cpp"))
+    variadic=True, variadic_index=1, nonnegative_axis=True, aosp_source="PackExecution.cpp",
+    generate=_generate_pack))
 
 
 # --- MIRROR_PAD (FL7) -----------------------------------------------------------------------
@@ -235,6 +257,17 @@ def _mirror_pad_execute(ctx: OpContext):
     return [np.pad(x, [tuple(r) for r in p], mode="reflect" if mode == REFLECT else "symmetric")]
 
 
+def _generate_mirror_pad(d) -> None:
+    """[n, 2] paddings in [0, min(3, limit)] with limit dims[i] - 1 for REFLECT, dims[i]
+    for SYMMETRIC (NNAPI MIRROR_PAD), trimmed to keep the output at most 2 * max_elements."""
+    dims = d.dims0
+    reflect = int(d.slot("mode").value) == REFLECT
+    p = np.array([[d.integer(0, min(3, x - reflect)) for _ in range(2)] for x in dims], np.int64)
+    while int(np.prod([x + a + b for x, (a, b) in zip(dims, p)])) > 2 * d.max_elements and p.any():
+        p[np.unravel_index(int(np.argmax(p)), p.shape)] -= 1
+    d.param("paddings", p, [len(dims), 2])
+
+
 register(OperationDef(
     OperationType.MIRROR_PAD,
     tuple(sig(MIRROR_PAD_LEVEL, [tensor("input", t, None), tensor("paddings", I32, (2,)),
@@ -242,7 +275,7 @@ register(OperationDef(
           for t in MOVE_TYPES),
     _mirror_pad_prepare, _mirror_pad_execute, validate=_mirror_pad_validate,
     summary="pad every dimension with mirrored values (REFLECT or SYMMETRIC)",
-    aosp_source="MirrorPadExecution.cpp"))
+    aosp_source="MirrorPadExecution.cpp", generate=_generate_mirror_pad))
 
 
 # --- REVERSE (FL7) --------------------------------------------------------------------------
@@ -270,10 +303,23 @@ def _reverse_execute(ctx: OpContext):
     return [np.ascontiguousarray(np.flip(ctx.value(0), axis=_reverse_axis(ctx)))]
 
 
+def _generate_reverse(d) -> None:
+    """axis a [1] tensor holding one axis in [0, n) (NNAPI REVERSE; negative ones are not
+    accepted), preferably of a dimension larger than 1. An unlinked input 0 is mostly of
+    rank 1-4 (what other operations take), sometimes up to 8."""
+    low = [r for r in (1, 2, 3, 4) if d.ranks is None or r in d.ranks]
+    if d.primary is None and d.rank0 > 4 and low and d.coin(0.6):
+        d.tensor(0, d.shape(d.choice(low)))
+    dims = d.dims0
+    wide = [i for i, x in enumerate(dims) if x > 1]
+    axis = d.choice(wide) if wide and d.coin(0.9) else d.integer(0, len(dims) - 1)
+    d.param("axis", [axis], [1])
+
+
 register(OperationDef(
     OperationType.REVERSE,
     tuple(sig(REVERSE_LEVEL, [tensor("input", t, _REVERSE_RANKS), tensor("axis", I32, (1,))],
               [tensor("output", t, _REVERSE_RANKS)]) for t in MOVE_TYPES),
     _reverse_prepare, _reverse_execute, validate=_same_quant,
     summary="reverse a tensor along one dimension", nonnegative_axis=True,
-    aosp_source="ReverseExecution.cpp"))
+    aosp_source="ReverseExecution.cpp", generate=_generate_reverse))
