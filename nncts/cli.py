@@ -100,9 +100,20 @@ def _vts(args, extra) -> int:
     return _run_suite(_suites()["vts"], args, extra)
 
 
-def _random_graph(args, extra) -> int:
+def _random_graph(args, extra, parser) -> int:
     """``nncts random-graph``: the random-graph suite, failing graphs and their minimized
-    reproducers under the report directory's ``graphs/``."""
+    reproducers under the report directory's ``graphs/``. An unknown driver, a
+    configuration pattern that matches nothing or fewer than one seed is a usage error
+    (one line, exit 2) before any graph is drawn."""
+    from random_graph.configs import all_configs, select
+    from runtime.drivers import DriverNotFound, load_driver
+    try:
+        level = int(load_driver(args.driver).get_feature_level())
+        select(all_configs(level), args.config)
+        if args.seeds < 1:
+            raise ValueError("--seeds must be at least 1")
+    except (DriverNotFound, TypeError, ValueError) as e:
+        parser.exit(2, f"nncts random-graph: error: {e}\n")
     dump = str(Path(args.report_dir) / "graphs")
     suite_args = ["--seeds", str(args.seeds), "--first-seed", str(args.first_seed), "--graph-dump", dump]
     for c in args.config:
@@ -190,7 +201,7 @@ def main(argv=None) -> int:
     if args.command == "coverage":
         return _coverage(args, parser)
     if args.command == "random-graph":
-        return _random_graph(args, extra)
+        return _random_graph(args, extra, parser)
     return _cts(args, extra) if args.command == "cts" else _vts(args, extra)
 
 

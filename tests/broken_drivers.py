@@ -286,3 +286,36 @@ class FusesRelu6AsRelu(_PatchedDevice):
         if int(ctx.inputs[j].value) == 3:  # FuseCode RELU6
             ctx.inputs[j].value = np.asarray(1, np.int32)  # RELU
         return kernel(ctx)
+
+
+class QuantConvOneHigh(_PatchedDevice):
+    """Every quantized CONV_2D output one quantum too high (saturating at the type's
+    maximum): inside every per-element tolerance and inside AOSP's random-graph bias bound
+    for convolutions (1.5 quanta); only nncts's mean-error bound
+    (``criteria.QUANT_MEAN_ERROR_BOUND``) catches it."""
+
+    operation = OperationType.CONV_2D
+
+    def patch(self, ctx, kernel):
+        out = kernel(ctx)
+        if is_quant(ctx.outputs[0]):
+            info = np.iinfo(out[0].dtype)
+            return [np.clip(out[0].astype(np.int64) + 1, info.min, info.max).astype(out[0].dtype)]
+        return out
+
+
+class BroadcastSlipAdd(_PatchedDevice):
+    """ADD broadcasts by repeating the smaller operand in memory order (``numpy.resize`` to
+    the output shape) instead of NNAPI's trailing-dimension broadcasting: right whenever
+    only leading dimensions are broadcast ([C] against [N, H, W, C]), wrong when a size-1
+    dimension sits elsewhere ([N, 1] against [N, M])."""
+
+    operation = OperationType.ADD
+
+    def patch(self, ctx, kernel):
+        shape = np.broadcast_shapes(*(tuple(v.dims) for v in ctx.inputs[:2]))
+        for view in ctx.inputs[:2]:
+            if tuple(view.dims) != shape and view.value is not None:
+                view.value = np.resize(view.value.reshape(-1), shape)
+                view.dims = shape
+        return kernel(ctx)
