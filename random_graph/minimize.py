@@ -187,4 +187,5 @@ def size_of(tm: TestModel) -> str:
     """"N operations, M elements" of a graph (M: elements of its model inputs and constants)."""
     elements = sum(int(np.size(o.data)) for o in tm.main.operands
                    if o.data is not None and o.lifetime != L.SUBGRAPH_OUTPUT)
-    return f"{len(tm.main.operations)} operations, {elements} input and constant elements"
+    n = len(tm.main.operations)
+    return f"{n} operation{'s' * (n != 1)}, {elements} input and constant elements"

@@ -69,3 +69,24 @@ def test_index_html_as_rendered_shows_totals_sources_operations_and_failures(tmp
     assert "Failures (2)" in dom and "failed: SPECS/conv/conv_relu6" in dom
     assert "Per execution mode" in dom
     screenshot(tmp_path, page)
+
+
+@needs_chromium
+def test_random_graph_failures_show_both_reproducers_as_rendered(tmp_path):
+    writer = RecordWriter(tmp_path / "outcomes.jsonl")
+    writer.write({"id": "RANDOM_GRAPH/small-TENSOR_FLOAT32-rank4/7", "outcome": "failed",
+                  "operations": ["ADD", "CONV_2D"], "mode": "graph", "suite": "random_graph",
+                  "message": "on sample: output 0 (TENSOR_FLOAT32): bias 0.02 beyond 0.0004",
+                  "reproducers": {"graph": "graphs/RANDOM_GRAPH/small-TENSOR_FLOAT32-rank4-7.json.gz",
+                                  "graph_size": "5 operations, 900 input and constant elements",
+                                  "minimized": "graphs/RANDOM_GRAPH/small-TENSOR_FLOAT32-rank4-7-minimized.json.gz",
+                                  "minimized_size": "1 operation, 24 input and constant elements"}})
+    writer.close()
+    page = write_reports(tmp_path / "outcomes.jsonl", tmp_path, "nncts random graphs")[1]
+    dom = rendered_dom(tmp_path, page)
+    rows = [[re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", r, re.S)]
+            for r in re.findall(r"<tr>(<td>(?:failing graph|minimized)</td>.*?)</tr>", dom, re.S)]
+    assert rows == [["failing graph", "5 operations, 900 input and constant elements",
+                     "graphs/RANDOM_GRAPH/small-TENSOR_FLOAT32-rank4-7.json.gz"],
+                    ["minimized", "1 operation, 24 input and constant elements",
+                     "graphs/RANDOM_GRAPH/small-TENSOR_FLOAT32-rank4-7-minimized.json.gz"]]
