@@ -393,7 +393,7 @@ def generate(config: Config, seed: int, criteria: str = "") -> TestModel:
         why = _draw_operation(g, opdef, sig_index)
         if why is not None:
             failures.append(f"{opdef.type.name} {opdef.signatures[sig_index].describe()}: {why}")
-            if len(failures) > 4 * config.operations + (ATTEMPTS if len(pairs) == 1 else 0):
+            if len(failures) >= (3 if len(pairs) == 1 else 4 * config.operations):
                 raise GenerationError(f"configuration {config.name} seed {seed}: could not draft "
                                       f"{failures[-1]}")
     tm = _test_model(g, str(seed), config.name)
