@@ -184,6 +184,30 @@ def _embedding_execute(ctx: OpContext):
     return [values[idx].copy()]
 
 
+def _draft_values(d, k: int, rows: int) -> None:
+    """Values slot ``k``: [rows, ...] of rank 2-4 (spec: rank >= 2), at most 256 elements."""
+    rank = d.integer(2, 4)
+    d.tensor(k, [rows] + d.shape(rank - 1, budget=max(1, 256 // rows)))
+
+
+def _generate_embedding(d) -> None:
+    """values [n, ...] of rank >= 2 and lookups [k] in [0, n) (spec: an index out of range
+    fails); a linked lookups tensor is kept when its values are small non-negative indices
+    (n then covers them). A quantized output keeps the values' quantization (spec)."""
+    prim = d.primary
+    keep = prim is not None and len(prim.dims) == 1 and prim.dims[0] <= 64 and prim.value.size \
+        and 0 <= int(prim.value.min()) and int(prim.value.max()) < 64
+    n = d.dim(1, 16)
+    if keep:
+        n = max(n, int(prim.value.max()) + 1)
+    else:
+        d.tensor(0, [d.dim(1, 8)])
+    d.slots[0].low, d.slots[0].high = 0, n - 1
+    _draft_values(d, 1, n)
+    if d.slots[1].scale:
+        d.out_quant[0] = (d.slots[1].scale, d.slots[1].zero_point)
+
+
 register(OperationDef(
     OperationType.EMBEDDING_LOOKUP,
     # FL1: TENSOR_FLOAT32 values; FL3: TENSOR_INT32 / TENSOR_QUANT8_ASYMM values;
@@ -192,7 +216,7 @@ register(OperationDef(
     tuple(sig(level, [tensor("lookups", I32, (1,)), tensor("values", t, None)],
               [tensor("output", t, None)])
           for level, t in ((1, F32), (3, I32), (3, Q8), (4, F16), (4, Q8S))),
-    _embedding_prepare, _embedding_execute,
+    _embedding_prepare, _embedding_execute, generate=_generate_embedding,
     summary="output[i] = values[lookups[i]] (slices of the first dimension)",
     aosp_source="CpuExecutor.cpp"))
 
@@ -232,12 +256,48 @@ def _hashtable_execute(ctx: OpContext):
     return [out, hits]
 
 
+def _generate_hashtable(d) -> None:
+    """keys: a constant [n] of sorted unique values (spec: sorted ascending) covering about
+    half of the lookups' range, so some lookups hit and some miss (constant lookups: at
+    least one of each; a linked lookups tensor is kept when 1-D: keys then include about
+    half its values); values [n, ...] of rank >= 2; a quantized output keeps the values'
+    quantization, hits is (1.0, 0) (spec)."""
+    prim = d.primary
+    if prim is not None and len(prim.dims) == 1 and 0 < prim.dims[0] <= 64:
+        seen = np.unique(np.asarray(prim.value, np.int64))
+        lo, hi = int(seen[0]), int(seen[-1])
+        hits = seen[d.rng.random(seen.size) < 0.5]
+        extra = d.rng.integers(lo - 2, hi + 3, d.integer(0, 4))
+        keys = np.unique(np.concatenate([hits, extra]))[:32]
+        if keys.size == 0:
+            keys = np.array([lo - 1])
+    else:
+        k = d.integer(4, 8)
+        lo = d.integer(-20, 10)
+        hi = lo + d.integer(3, 2 * k)
+        span = np.arange(lo, hi + 1)
+        keys = np.sort(d.rng.choice(span, size=span.size // 2, replace=False))
+        if d.coin():  # constant lookups with at least one hit and one miss
+            misses = np.setdiff1d(span, keys)
+            look = d.rng.choice(span, size=k)
+            look[:2] = d.choice(keys), d.choice(misses)
+            d.param(0, d.rng.permutation(look).astype(np.int32), [k])
+        else:
+            d.tensor(0, [k])
+    d.slots[0].low, d.slots[0].high = lo, hi
+    d.param(1, keys.astype(np.int32), [keys.size])
+    _draft_values(d, 2, keys.size)
+    if d.slots[2].scale:
+        d.out_quant[0] = (d.slots[2].scale, d.slots[2].zero_point)
+    d.out_quant[1] = (1.0, 0)
+
+
 register(OperationDef(
     OperationType.HASHTABLE_LOOKUP,
     tuple(sig(1, [tensor("lookups", I32, (1,)), tensor("keys", I32, (1,)),
                   tensor("values", t, None)],
               [tensor("output", t, None), tensor("hits", Q8, (1,))]) for t in (F32, I32, Q8)),
-    _hashtable_prepare, _hashtable_execute,
+    _hashtable_prepare, _hashtable_execute, generate=_generate_hashtable,
     summary="output[i] = values[j] where keys[j] == lookups[i], hits[i] = found",
     aosp_source="CpuExecutor.cpp"))
 
@@ -334,9 +394,30 @@ def _lsh_signatures():
                      [tensor("output", I32, (1,))]) for level, h, t in forms)
 
 
+def _generate_lsh(d) -> None:
+    """hash seeds [num_hash, num_bits] (2-6, 2-8, so sparse's num_bits + ceil(log2
+    num_hash) <= 32 holds) in [-2, 2] (a linked one kept when it fits), input of rank 1-3
+    with 1-6 rows of at most 16 elements (bounded hashing work), type among 1, 2, 3; the
+    weight [input.dims[0]] given for DENSE and omitted for the sparse types as AOSP's CPU
+    requires, the other way (the spec allows both) one time in five."""
+    p = d.primary is not None and list(d.slots[0].dims)
+    if not (p and len(p) == 2 and p[0] <= 8 and p[1] <= 8):
+        d.tensor(0, [d.integer(2, 6), d.integer(2, 8)])
+    rank = d.integer(1, 3)
+    rows = d.dim(1, 6)
+    d.tensor(1, [rows] + d.shape(rank - 1, budget=16))
+    kind = d.choice((SPARSE_DEPRECATED, DENSE, SPARSE))
+    d.param(3, kind)
+    if (kind == DENSE) != d.coin(0.2):
+        d.tensor(2, [rows], low=-2.0, high=2.0)
+    else:
+        s = d.slots[2]
+        s.omitted, s.value, s.linkable, s.dims = True, None, False, []
+
+
 register(OperationDef(
     OperationType.LSH_PROJECTION,
     _lsh_signatures(),
-    _lsh_prepare, _lsh_execute,
+    _lsh_prepare, _lsh_execute, generate=_generate_lsh,
     summary="locality-sensitive hash projection of input rows (farmhash Fingerprint64)",
     allows_zero_sized_input=True, allows_omitted_operand=True, aosp_source="CpuExecutor.cpp"))

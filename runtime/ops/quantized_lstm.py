@@ -208,6 +208,31 @@ def _execute(ctx: OpContext):
     return [state_raw.astype(np.int16), out_q.astype(np.uint8)]
 
 
+def _generate_q16_lstm(d) -> None:
+    """Shapes [batches, input_size] / [output_size, ...] of the module docstring with the
+    quantizations NNAPI fixes: input and previous output (1/128, 128), one (scale,
+    zeroPoint) for the eight weights (scale ~ 1/sqrt(fan-in) / 128, so gates do not
+    saturate), biases weights_scale / 128 (values +-0.5, forget gate 0..1), cell state
+    2^-11 (values +-2); output 1 at (1/128, 128)."""
+    p = d.primary is not None and list(d.slots[0].dims)
+    batches, n_in = p if p and len(p) == 2 and p[0] <= 8 and p[1] <= 32 else \
+        (d.integer(1, min(4, d.max_dim)), d.dim(1, 16))
+    n_out = d.dim(1, 16)
+    d.tensor(0, [batches, n_in], quant=(ACTIVATION_SCALE, 128))
+    bound = 1.5 / math.sqrt(n_in + n_out)
+    w_scale = float(np.float32(bound / 128 * d.uniform(0.7, 1.4)))
+    w_zp = d.integer(64, 192)
+    for i in range(1, 9):
+        d.tensor(i, [n_out, n_in if i <= 4 else n_out], quant=(w_scale, w_zp), low=-bound, high=bound)
+    bias_scale = float(np.float32(w_scale)) / 128.0
+    for i in range(9, 13):
+        lo, hi = (0.0, 1.0) if i == 10 else (-0.5, 0.5)
+        d.tensor(i, [n_out], quant=(bias_scale, 0), low=int(lo / bias_scale), high=int(hi / bias_scale))
+    d.tensor(13, [batches, n_out], quant=(STATE_SCALE, 0), low=-2.0, high=2.0)
+    d.tensor(14, [batches, n_out], quant=(ACTIVATION_SCALE, 128))
+    d.out_quant[1] = (ACTIVATION_SCALE, 128)
+
+
 register(OperationDef(
     OperationType.QUANTIZED_16BIT_LSTM,
     (sig(3, [tensor(n, Q8, (2,)) for n in _NAMES[:9]] +
@@ -215,7 +240,7 @@ register(OperationDef(
          [tensor(_NAMES[13], Q16, (2,), fixed_quant=(STATE_SCALE, 0)), tensor(_NAMES[14], Q8, (2,))],
          [tensor("cell_state_out", Q16, (2,), fixed_quant=(STATE_SCALE, 0)),
           tensor("output", Q8, (2,))]),),
-    _prepare, _execute,
+    _prepare, _execute, generate=_generate_q16_lstm,
     summary="one LSTM step, 8-bit activations and weights, 16-bit cell state",
     aosp_source="CpuExecutor.cpp"))
 
@@ -535,12 +560,12 @@ def _qlstm_check(ctx: OpContext):
         check(not has[12], f"{_qin(12)} must be omitted with CIFG")
         check(not has[20], f"{_qin(20)} must be omitted with CIFG")
         check(has[21] == has[22] == has[23],
-              f"layer-norm weights (inputs 21-23) must be all given or all omitted")
+              "layer-norm weights (inputs 21-23) must be all given or all omitted")
     else:
         check(has[12], f"{_qin(12)} is required without CIFG")
         shape(12, n_cell)
         check(has[20] == has[21] == has[22] == has[23],
-              f"layer-norm weights (inputs 20-23) must be all given or all omitted")
+              "layer-norm weights (inputs 20-23) must be all given or all omitted")
     projection = has[16]
     if projection:
         shape(16, n_output, n_cell)
@@ -653,8 +678,109 @@ def _qlstm_execute(ctx: OpContext):
     return [out8, c.astype(np.int16), out8.copy()]
 
 
+#: Whether QUANTIZED_LSTM drafts may omit quantized optional inputs (CIFG, no peephole, no
+#: projection, no layer normalization). Off while ``random_graph.generator`` passes an
+#: omitted operand with scale 0, which NNAPI model validation refuses for the quantized
+#: types (the slot's scale, set by the hook, would do); then only the full variant is drawn.
+OMIT_QUANTIZED_OPTIONAL = False
+
+
+def _generate_qlstm(d) -> None:
+    """A random variant (CIFG, peephole, projection, layer normalization, clips given,
+    0 or omitted) with the shapes and optional-input rules of ``_qlstm_check`` and
+    quantizations that keep the integer pipeline meaningful: weight scales ~ 1/sqrt(fan-in)
+    of the input's range, intermediate scales 2^-12 without layer normalization (the gate
+    sums enter the Q3.12 sigmoid directly), biases at input * weights scale (layer-norm
+    weights scale / 1024 with layer normalization), a cell-state scale 2^-15..2^-9, the
+    hidden state at the output state's quantization without projection. Outputs take the
+    quantization of inputs 18 / 19 (the kernel writes raw values in it)."""
+    p = d.primary is not None and list(d.slots[0].dims)
+    batch, n_in = p if p and len(p) == 2 and p[0] <= 8 and p[1] <= 32 else \
+        (d.integer(1, min(4, d.max_dim)), d.dim(1, 16))
+    n_cell = d.dim(1, 16)
+    cifg, peephole, projection, layer_norm = d.coin(0.3), d.coin(0.4), d.coin(0.4), d.coin(0.5)
+    if not OMIT_QUANTIZED_OPTIONAL:  # the one variant that omits no quantized tensor
+        cifg, peephole, projection, layer_norm = False, True, True, True
+    n_out = d.dim(1, 16) if projection else n_cell
+    if not p:
+        d.tensor(0, [batch, n_in], quant=(float(np.float32(d.uniform(0.5, 2.0) / 128)), d.integer(-64, 64)))
+    x_scale, x_zp = d.slots[0].scale, d.slots[0].zero_point
+    h_scale = float(np.float32(d.uniform(0.6, 1.2) / 128))
+    h_zp = d.integer(-32, 32)
+    x_range = max(abs(-128 - x_zp), abs(127 - x_zp)) * x_scale
+    h_range = max(abs(-128 - h_zp), abs(127 - h_zp)) * h_scale
+    fan = n_in + n_out
+    inter = [float(np.float32(2.0 ** -12 * (d.uniform(1.0, 8.0) if layer_norm else 1.0))) for _ in range(4)]
+    ln_scale = [float(np.float32(d.uniform(5e-5, 2e-4))) for _ in range(4)]
+
+    def omit(i):
+        s = d.slots[i]
+        s.omitted, s.value, s.linkable, s.dims = True, None, False, []
+        if s.type in (Q8SYMM, Q16):  # NNAPI validates an omitted operand's scale too
+            s.scale, s.zero_point = 1.0, 0
+
+    for g, name in enumerate(("input", "forget", "cell", "output")):
+        xi, hi, ci, bi, lni, si = QLSTM_GATES[name]
+        if name == "input" and cifg:
+            for i in (xi, hi, bi, lni):
+                omit(i)
+            if peephole and d.coin(0.5):  # allowed with CIFG (unused)
+                d.tensor(ci, [n_cell], quant=(float(np.float32(1.0 / 32768)), 0), low=-0.5, high=0.5)
+            else:
+                omit(ci)
+            d.param(si, inter[g])
+            continue
+        wx = float(np.float32(2.5 / (x_range * math.sqrt(fan)) / 127))
+        wh = float(np.float32(2.5 / (h_range * math.sqrt(fan)) / 127))
+        d.tensor(xi, [n_cell, n_in], quant=(wx, 0))
+        d.tensor(hi, [n_cell, n_out], quant=(wh, 0))
+        if ci is not None:
+            if peephole:
+                d.tensor(ci, [n_cell], quant=(float(np.float32(d.uniform(0.5, 1.0) / 32768)), 0),
+                         low=-0.5, high=0.5)
+            else:
+                omit(ci)
+        bias_scale = ln_scale[g] / 1024 if layer_norm else float(np.float32(wx)) * float(np.float32(x_scale))
+        lo, hi_ = (0.0, 1.0) if name == "forget" else (-0.5, 0.5)
+        d.tensor(bi, [n_cell], quant=(bias_scale, 0), low=int(lo / bias_scale), high=int(hi_ / bias_scale))
+        if layer_norm:
+            d.tensor(lni, [n_cell], quant=(ln_scale[g], 0), low=0.3, high=1.5)
+        else:
+            omit(lni)
+        d.param(si, inter[g])
+    cell_shift = d.integer(-15, -9)
+    cell_range = 2.0 ** (15 + cell_shift)
+    d.tensor(18, [batch, n_out], quant=(h_scale, h_zp))
+    d.tensor(19, [batch, n_cell], quant=(2.0 ** cell_shift, 0), low=-min(2.0, 0.9 * cell_range),
+             high=min(2.0, 0.9 * cell_range))
+    if projection:
+        hidden_scale = float(np.float32(d.uniform(0.7, 1.2) / 128))
+        hidden_zp = 0 if d.coin(0.8) else d.integer(-16, 16)
+        p_scale = float(np.float32(2.5 / math.sqrt(n_cell) / 127))
+        d.tensor(16, [n_out, n_cell], quant=(p_scale, 0))
+        if d.coin(0.8):
+            b_scale = float(np.float32(p_scale)) * float(np.float32(hidden_scale))
+            d.tensor(17, [n_out], quant=(b_scale, 0), low=int(-0.3 / b_scale), high=int(0.3 / b_scale))
+        else:
+            omit(17)
+    else:
+        hidden_scale, hidden_zp = h_scale, h_zp
+        omit(16)
+        omit(17)
+    for i, hi_ in ((24, 0.9 * cell_range), (25, 1.0)):
+        r = d.integer(0, 2)
+        if r == 0:
+            omit(i)
+        else:
+            d.param(i, 0.0 if r == 1 else d.uniform(0.3, 1.0) * hi_)
+    d.param(30, hidden_zp)
+    d.param(31, hidden_scale)
+    d.out_quant.update({0: (h_scale, h_zp), 1: (2.0 ** cell_shift, 0), 2: (h_scale, h_zp)})
+
+
 register(OperationDef(
     OperationType.QUANTIZED_LSTM, _qlstm_sigs(), _qlstm_prepare, _qlstm_execute,
+    generate=_generate_qlstm,
     summary="one LSTM step in integer arithmetic: int8 activations and weights, int16 cell "
             "state, optional CIFG, peephole, projection and layer normalization",
     allows_omitted_operand=True, aosp_source="QLSTMExecution.cpp"))

@@ -264,7 +264,7 @@ def _generate_rnn(d) -> None:
     input_size], recurrent_weights [units, units], bias [units], hidden_state_in [batch,
     units] (spec RNN); activation from the FuseCode domain."""
     p = draft_primary(d, lambda s: len(s) == 2 and s[0] <= 2 * MAX_BATCH and s[1] <= 2 * MAX_UNITS)
-    batch, input_size = p or (d.integer(1, MAX_BATCH), draft_size(d))
+    batch, input_size = p or (d.integer(1, min(MAX_BATCH, d.max_dim)), draft_size(d))
     d.tensor(0, [batch, input_size])
     draft_rnn_cell(d, 1, 2, 3, 4, batch, input_size)
 
@@ -333,10 +333,10 @@ def _generate_svdf(d) -> None:
     """num_filters = num_units * rank (rank 1-3): input [batch, input_size],
     weights_feature [num_filters, input_size], weights_time [num_filters, memory_size],
     bias [num_units] (or omitted), state_in [batch, memory_size * num_filters] (spec SVDF,
-    state size as AOSP)."""
+    state size as AOSP); memory_size >= 2 (with 1, state_out is all zeros)."""
     p = draft_primary(d, lambda s: len(s) == 2 and s[0] <= 2 * MAX_BATCH and s[1] <= 2 * MAX_UNITS)
-    batch, input_size = p or (d.integer(1, MAX_BATCH), draft_size(d))
-    units, rank, memory = draft_size(d, 8), d.integer(1, 3), d.integer(1, 6)
+    batch, input_size = p or (d.integer(1, min(MAX_BATCH, d.max_dim)), draft_size(d))
+    units, rank, memory = draft_size(d, 8), d.integer(1, 3), d.integer(2, 6)
     filters = units * rank
     d.tensor(0, [batch, input_size])
     draft_weights(d, 1, [filters, input_size], input_size)
@@ -665,7 +665,7 @@ def _generate_lstm(d) -> None:
     CIFG, peephole, projection, layer normalization with 27 inputs); activation among
     0, 1, 3, 4, 6 and clips 0 or positive (spec LSTM)."""
     p = draft_primary(d, lambda s: len(s) == 2 and s[0] <= 2 * MAX_BATCH and s[1] <= 2 * MAX_UNITS)
-    batch, n_input = p or (d.integer(1, MAX_BATCH), draft_size(d))
+    batch, n_input = p or (d.integer(1, min(MAX_BATCH, d.max_dim)), draft_size(d))
     d.tensor(0, [batch, n_input])
     draft_lstm_cell(d, _LSTM_LN_SLOTS if len(d.slots) == 27 else _LSTM_SLOTS, batch, n_input)
     draft_lstm_params(d, 20, 21, 22)

@@ -180,7 +180,8 @@ def _draft_sequence_input(d, time_major_slot: int) -> tuple[bool, int, int, int]
         max_time, batch = (p[0], p[1]) if time_major else (p[1], p[0])
         size = p[2]
     else:
-        max_time, batch, size = d.integer(1, MAX_STEPS), d.integer(1, MAX_BATCH), draft_size(d)
+        max_time = d.integer(1, min(MAX_STEPS, d.max_dim))
+        batch, size = d.integer(1, min(MAX_BATCH, d.max_dim)), draft_size(d)
     d.tensor(0, _out_dims(time_major, max_time, batch, size))
     d.param(time_major_slot, int(time_major))
     return time_major, max_time, batch, size
