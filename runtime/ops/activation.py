@@ -38,7 +38,8 @@ import numpy as np
 from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, register, scalar, sig, tensor
 from .common import from_float
-from .elementwise import F16, F32, Q8, Q8S, real, same_shape, unary_execute, unary_sigs
+from .elementwise import (F16, F32, Q8, Q8S, draft_range, real, same_shape, unary_execute,
+                          unary_sigs)
 
 ANY = None  # tensor rank: from 1, no upper bound
 
@@ -61,13 +62,20 @@ def _execute_elu(ctx: OpContext):
     return [from_float(ctx.outputs[0], y)]
 
 
+def _generate_elu(d) -> None:
+    """ELU drafts: inputs over [-4, 4] (the exponential branch well below 0 too) and alpha
+    in [0, 3] (any FLOAT32/FLOAT16 value is valid)."""
+    draft_range(d, 0, -4.0, 4.0)
+    d.param(1, d.uniform(0.0, 3.0))
+
+
 register(OperationDef(
     OperationType.ELU,
     (sig(4, [tensor("input", F32, ANY), scalar("alpha", OperandType.FLOAT32)],
          [tensor("output", F32, ANY)]),
      sig(4, [tensor("input", F16, ANY), scalar("alpha", OperandType.FLOAT16)],
          [tensor("output", F16, ANY)])),
-    _prepare, _execute_elu,
+    _prepare, _execute_elu, generate=_generate_elu,
     summary="max(0, x) + min(0, alpha * (exp(x) - 1))", aosp_source="EluExecution.cpp"))
 
 
@@ -78,9 +86,15 @@ def _hard_swish(x: np.ndarray) -> np.ndarray:
     return x * np.clip(x + 3, 0, 6) / 6
 
 
+def _generate_hard_swish(d) -> None:
+    """HARD_SWISH drafts: inputs over [-6, 6], all three pieces of the function (0 below
+    -3, the quadratic, x above 3)."""
+    draft_range(d, 0, -6.0, 6.0)
+
+
 register(OperationDef(
     OperationType.HARD_SWISH,
     unary_sigs(4, (F16, F32, Q8, Q8S), ANY),
-    _prepare, unary_execute(_hard_swish, raw_types=()),
+    _prepare, unary_execute(_hard_swish, raw_types=()), generate=_generate_hard_swish,
     summary="x * max(0, min(6, x + 3)) / 6", allows_zero_sized_input=True,
     aosp_source="ActivationExecution.cpp"))

@@ -44,7 +44,8 @@ import numpy as np
 from ..types import OperandType, OperationType, operand_dtype
 from .base import OpContext, OperationDef, register, sig, tensor
 from .common import QUANT_RANGES, round_half_away
-from .elementwise import BOOL8, F16, F32, I32, Q8, Q8S, same_shape
+from .elementwise import BOOL8, F16, F32, I32, Q8, Q8S, draft_range, linked, same_shape
+from .generation import quant_limits
 
 ANY = None  # tensor rank: from 1, no upper bound
 _CAST_TYPES = (F16, F32, I32, Q8)
@@ -72,13 +73,53 @@ def _execute_cast(ctx: OpContext):
         return [x.astype(operand_dtype(out_type))]
 
 
+#: Preferred input values of a CAST by (input is float, output type): float -> int32
+#: fractions of both signs (truncation toward zero), -> quant8 a little beyond [0, 255]
+#: (clamped), int32 -> quant8 likewise, -> float16 within its exact integers.
+_CAST_RANGES = {(True, I32): (-50.0, 50.0), (True, Q8): (-10.0, 265.0),
+                (False, Q8): (-20, 280), (True, F16): (-100.0, 100.0),
+                (True, F32): (-100.0, 100.0), (False, F16): (-1000, 1000),
+                (False, F32): (-1000, 1000)}
+
+
+def _generate_cast(d) -> None:
+    """CAST drafts: input values whose conversion is meaningful (:data:`_CAST_RANGES`);
+    a quantized output gets the input's scale and zeroPoint, else drawn ones (CAST moves
+    stored values and ignores both, so the generator's fit has nothing to fit)."""
+    t, out_type = d[0].type, d.sig.outputs[0].type
+    if t in (F16, F32, I32) and (t in (F16, F32), out_type) in _CAST_RANGES:
+        draft_range(d, 0, *_CAST_RANGES[(t in (F16, F32), out_type)])
+    if out_type not in (F16, F32, I32, BOOL8):
+        d.out_quant[0] = (d[0].scale, d[0].zero_point) if out_type == t and d[0].scale \
+            else d.quant(out_type)
+
+
+def _generate_quantize(d) -> None:
+    """QUANTIZE drafts: the output's scale and zeroPoint stated (drawn, or fitted to a
+    linked input's values) and inputs mostly within its representable range, a few
+    beyond it (saturating)."""
+    t = d.sig.outputs[0].type
+    qlo, qhi = quant_limits(t)
+    if linked(d):
+        v = np.asarray(d.primary.value, np.float64)
+        lo, hi = min(float(v.min()), 0.0), max(float(v.max()), 0.0)
+        scale = float(np.float32(max(hi - lo, 1e-3) * d.uniform(0.9, 1.3) / (qhi - qlo)))
+        zp = int(np.clip(round(qlo - lo / scale), qlo, qhi))
+    else:
+        scale, zp = d.quant(t)
+        lo, hi = (qlo - zp) * scale, (qhi - zp) * scale
+        margin = 0.03 * (hi - lo)
+        d[0].low, d[0].high = lo - margin, hi + margin
+    d.out_quant[0] = (scale, zp)
+
+
 register(OperationDef(
     OperationType.CAST,
     tuple(sig(3, [tensor("input", a, ANY)], [tensor("output", b, ANY)])
           for a in _CAST_TYPES for b in _CAST_TYPES)
     + tuple(sig(4, [tensor("input", t, ANY)], [tensor("output", t, ANY)])
             for t in _FL4_IDENTITY_TYPES),
-    _prepare, _execute_cast,
+    _prepare, _execute_cast, generate=_generate_cast,
     summary="stored values converted to the output type (scale and zeroPoint ignored)",
     aosp_source="CpuExecutor.cpp"))
 
@@ -98,6 +139,6 @@ register(OperationDef(
     OperationType.QUANTIZE,
     tuple(sig(level, [tensor("input", t, ANY)], [tensor("output", o, ANY)])
           for level, o in ((3, Q8), (4, Q8S)) for t in (F16, F32)),
-    _prepare, _execute_quantize,
+    _prepare, _execute_quantize, generate=_generate_quantize,
     summary="round(x / scale) + zeroPoint, saturated", allows_zero_sized_input=True,
     aosp_source="QuantizeExecution.cpp"))

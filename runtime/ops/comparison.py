@@ -43,7 +43,8 @@ from ..types import OperationType
 from .base import OpContext, OperationDef, check, register, sig, tensor
 from .common import from_float, to_float
 from .elementwise import (BOOL8, F16, F32, I32, Q8, Q8S, QUANT8, bool_values,
-                          broadcast_shape, same_shape, unary_sigs)
+                          broadcast_shape, draft_broadcast, linked, same_shape, unary_sigs)
+from .generation import fill, quant_limits
 
 ANY = None  # tensor rank: from 1, no upper bound
 
@@ -74,6 +75,50 @@ def _comparison(fn):
     return execute
 
 
+def _tie(d) -> None:
+    """Make inputs 0 and 1 constants where about 40% of input 1's elements equal (as real
+    values) the input 0 element they meet after broadcasting. Input 0 keeps a linked
+    earlier output's values. A quantized input 1 takes input 0's scale and zeroPoint, or
+    half the time twice its scale and its own zeroPoint (equal real values in binary32,
+    different stored ones: q1 = z1 + (q0 - z0) / 2 where that is an integer in range)."""
+    a, b = d[0], d[1]
+    if linked(d):
+        v0 = np.asarray(d.primary.value).reshape(a.dims)
+    else:
+        v0 = fill(d, a)
+        d.param(0, v0, a.dims)
+    double = a.type in QUANT8 and d.coin(0.5)
+    if a.type in QUANT8:
+        b.scale, b.zero_point = ((float(np.float32(a.scale) * 2), d.quant(b.type)[1]) if double
+                                 else (a.scale, a.zero_point))
+    v1 = fill(d, b)
+    out = np.broadcast_shapes(v0.shape, v1.shape)
+    p0 = (1,) * (len(out) - v0.ndim) + v0.shape
+    p1 = (1,) * (len(out) - v1.ndim) + v1.shape
+    # input 0's element met by each element of input 1 (index 0 along input 1's 1-dims)
+    met = np.broadcast_to(v0.reshape(p0), out)[tuple(slice(0, 1) if n == 1 else slice(None)
+                                                     for n in p1)].reshape(v1.shape)
+    pick = d.rng.random(v1.shape) < 0.4
+    if double:
+        qlo, qhi = quant_limits(b.type)
+        diff = met.astype(np.int64) - a.zero_point
+        met = b.zero_point + diff // 2
+        pick &= (diff % 2 == 0) & (met >= qlo) & (met <= qhi)
+    d.param(1, np.where(pick, met, v1), list(b.dims))
+
+
+def _comparison_generator(p_tie: float):
+    def generate(d) -> None:
+        """Comparison drafts: NNAPI broadcasting shapes half the time; for inputs other
+        than TENSOR_BOOL8, often (EQUAL/NOT_EQUAL 85%, others 50%) constant inputs with
+        ties (see :func:`_tie`; random real values never tie, and EQUAL, GREATER_EQUAL ...
+        differ from their strict or negated forms only there)."""
+        draft_broadcast(d)
+        if d[0].type != BOOL8 and d.coin(p_tie):
+            _tie(d)
+    return generate
+
+
 _COMPARISON_SIGS = tuple(
     sig(level, [tensor("input0", t, ANY), tensor("input1", t, ANY)],
         [tensor("output", BOOL8, ANY)])
@@ -87,6 +132,9 @@ for _op, _fn, _symbol in (
         (OperationType.LESS_EQUAL, np.less_equal, "<="),
         (OperationType.NOT_EQUAL, np.not_equal, "!=")):
     register(OperationDef(_op, _COMPARISON_SIGS, _prepare_broadcast, _comparison(_fn),
+                          generate=_comparison_generator(
+                              0.85 if _op in (OperationType.EQUAL, OperationType.NOT_EQUAL)
+                              else 0.5),
                           summary=f"input0 {_symbol} input1 with broadcasting -> TENSOR_BOOL8",
                           aosp_source="ComparisonsExecution.cpp"))
 
@@ -97,13 +145,20 @@ def _logical(fn):
     return execute
 
 
+def _generate_logical(d) -> None:
+    """LOGICAL_AND/OR drafts: NNAPI broadcasting shapes half the time."""
+    draft_broadcast(d)
+
+
 _LOGICAL_SIGS = (sig(3, [tensor("input0", BOOL8, ANY), tensor("input1", BOOL8, ANY)],
                      [tensor("output", BOOL8, ANY)]),)
 register(OperationDef(OperationType.LOGICAL_AND, _LOGICAL_SIGS, _prepare_broadcast,
-                      _logical(np.logical_and), summary="input0 AND input1 with broadcasting",
+                      _logical(np.logical_and), generate=_generate_logical,
+                      summary="input0 AND input1 with broadcasting",
                       aosp_source="LogicalAndOrExecution.cpp"))
 register(OperationDef(OperationType.LOGICAL_OR, _LOGICAL_SIGS, _prepare_broadcast,
-                      _logical(np.logical_or), summary="input0 OR input1 with broadcasting",
+                      _logical(np.logical_or), generate=_generate_logical,
+                      summary="input0 OR input1 with broadcasting",
                       aosp_source="LogicalAndOrExecution.cpp"))
 
 
@@ -138,11 +193,19 @@ def _execute_select(ctx: OpContext):
     return [np.where(cond, ctx.value(1), ctx.value(2))]
 
 
+def _generate_select(d) -> None:
+    """SELECT drafts: input1 and input2 of the condition's shape (NNAPI: no broadcasting,
+    all three of one shape)."""
+    for k in (1, 2):
+        d.tensor(k, d[0].dims)
+
+
 register(OperationDef(
     OperationType.SELECT,
     tuple(sig(level, [tensor("condition", BOOL8, ANY), tensor("input1", t, ANY),
                       tensor("input2", t, ANY)], [tensor("output", t, ANY)])
           for level, types in ((3, (F16, F32, I32, Q8)), (4, (Q8S,))) for t in types),
     _prepare_select, _execute_select,
+    generate=_generate_select,
     summary="condition ? input1 : input2, element-wise (same shapes)",
     aosp_source="SelectExecution.cpp"))

@@ -52,6 +52,7 @@ import numpy as np
 from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import apply_activation, check_fuse_code, from_float, to_float
+from .generation import quant_limits
 
 T = OperandType
 F32, Q8, Q8S = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
@@ -134,6 +135,116 @@ def unary_sigs(level: int, types, ranks=(1, 2, 3, 4), out_type=None):
                  for t in types)
 
 
+# --- random-graph drafting (runtime/ops/generation.py), shared by the element-wise modules --
+
+FLOATS = (F32, F16)
+
+
+def linked(d, k: int = 0) -> bool:
+    """Whether draft input ``k`` (input 0) still takes the earlier output ``d.primary``
+    (same type and dims): its shape, quantization and values are then not ours to change."""
+    p = d.primary
+    return k == 0 and p is not None and d[k].type == p.type and list(d[k].dims) == list(p.dims)
+
+
+def span_quant(d, t: OperandType, lo: float, hi: float, cover: bool = False) -> tuple[float, int]:
+    """(scale, zeroPoint) of quantized type ``t`` whose stored range spans about the real
+    interval [``lo``, ``hi``] (width and centre jittered by the draft's rng); ``cover``:
+    a little wider and centred, so the whole interval is representable (outputs)."""
+    qlo, qhi = quant_limits(t)
+    widen, shift = ((1.05, 1.3), 0.0) if cover else ((0.8, 1.25), 0.1)
+    scale = float(np.float32((hi - lo) * d.uniform(*widen) / (qhi - qlo)))
+    centre = (lo + hi) / 2 + d.uniform(-shift, shift) * (hi - lo)
+    return scale, int(np.clip(round((qlo + qhi) / 2 - centre / scale), qlo, qhi))
+
+
+def draft_range(d, k: int, lo: float, hi: float) -> None:
+    """Prefer values of input ``k`` in [``lo``, ``hi``] (a preference, not a constraint: a
+    linked input keeps the earlier values): floats and TENSOR_INT32 as the slot's range,
+    asymmetric quant8 types as a scale/zeroPoint spanning it."""
+    s = d[k]
+    if linked(d, k) or s.omitted or s.value is not None:
+        return
+    if s.type in QUANT8:
+        s.scale, s.zero_point = span_quant(d, s.type, lo, hi)
+    elif s.type in (F32, F16, I32):
+        s.low, s.high = (lo, hi) if s.type != I32 else (int(np.floor(lo)), int(np.ceil(hi)))
+
+
+def _broadcast_around(d, a: list[int], max_rank: int):
+    """Output dims and per-position owner ("i": only input i has the dim, input j 1; "j":
+    only input j; "b": both) around linked dims ``a``: leading dims and expanded 1s of
+    ``a`` come from input j, dims of ``a`` > 1 are sometimes 1 in input j."""
+    size = max(1, int(np.prod(a)))
+    out, mask = [], []
+    extra = 0 if len(a) >= max_rank or d.coin(0.5) else d.integer(1, max_rank - len(a))
+    for _ in range(extra):
+        if d.max_elements // size >= 2:
+            n = d.dim(2, d.max_elements // size)
+            out.append(n), mask.append("j")
+            size *= n
+    for x in a:
+        if x == 1 and d.max_elements // size >= 2 and d.coin(0.5):
+            n = d.dim(2, d.max_elements // size)
+            out.append(n), mask.append("j")
+            size *= n
+        else:
+            out.append(x), mask.append("i" if x > 1 and d.coin(0.4) else "b")
+    if all(m == "b" for m in mask):
+        big = [p for p, x in enumerate(out) if x > 1]
+        if big:
+            mask[d.choice(big)] = "i"
+    return out, mask
+
+
+def _broadcast_fresh(d, r0: int, max_rank: int):
+    """Output dims and per-position owner (see :func:`_broadcast_around`) for an unlinked
+    input i of rank ``r0``: input j with size-1 or missing leading dims, input i with
+    size-1 dims or of lower rank (the output has more dims), or both at once."""
+    mode = d.choice(("i", "j", "both"))  # "i": only input i has some dims ...
+    r = r0
+    if mode != "i" and r0 < max_rank and (d.coin(0.5) or (mode == "both" and r0 == 1)):
+        r = d.integer(r0 + 1, max_rank)
+    out = d.shape(r, lo=2 if d.coin(0.85) else 1)
+    mask = ["j"] * (r - r0)
+    free = list(range(r - r0, r))
+    for _ in free:
+        mask.append({"i": ("i", "b"), "j": ("j", "b"), "both": ("i", "j", "b")}[mode][
+            d.integer(0, 1 if mode != "both" else 2)])
+    if mode == "both" and r == r0 and ("i" not in mask or "j" not in mask):
+        mask[free[0]], mask[free[-1]] = "j", "i"
+    elif mode in ("i", "both") and "i" not in mask:
+        mask[free[-1]] = "i"  # (for "both", leading "j" positions exist)
+    elif mode == "j" and "j" not in mask:
+        mask[free[0]] = "j"
+    return out, mask
+
+
+def draft_broadcast(d, i: int = 0, j: int = 1, p: float = 0.5) -> None:
+    """Shapes of broadcasting inputs ``i`` and ``j`` (NNAPI binary element-wise operations:
+    trailing dims aligned, equal or one of them 1; AOSP ``calculateBroadcastedShape``):
+    equal with probability 1 - ``p``, else input j of lower rank and/or with size-1 dims,
+    input i with size-1 dims or of lower rank, or both broadcasting (the output larger than
+    either). A linked input i keeps its dims and input j broadcasts against them."""
+    a = list(d[i].dims)
+    if not a or not d.coin(p):
+        d[j].dims = list(a)
+        return
+    max_rank = max(4, len(a))
+    if linked(d, i):
+        out, mask = _broadcast_around(d, a, max_rank)
+    else:
+        out, mask = _broadcast_fresh(d, len(a), max_rank)
+        d[i].dims = [1 if m == "j" else x for x, m in zip(out, mask)][len(out) - len(a):]
+    dims_j = [1 if m == "i" else x for x, m in zip(out, mask)]
+    lead = 0
+    while lead < len(mask) - 1 and mask[lead] == "i":
+        lead += 1
+    if lead and d.coin(0.7):  # input j of lower rank: its missing leading dims count as 1
+        dims_j = dims_j[d.integer(1, lead):]
+    d[j].dims = dims_j
+
+
 # --- ADD, MUL, SUB, DIV -------------------------------------------------------------------
 
 def _check_int32_activation(ctx: OpContext) -> None:
@@ -213,6 +324,37 @@ def _binary_signatures(types_by_level):
         for level, types in types_by_level for t in types)
 
 
+def _generate_binary(d) -> None:
+    """ADD/MUL/SUB/DIV drafts: NNAPI broadcasting shapes half the time; TENSOR_INT32 with
+    activation NONE (spec); with RELU1/RELU6 fused, inputs spanning [-3, 3] / [-8, 8]
+    (MUL: [-2, 2] / [-4, 4]) so the clamp bites, a quantized output spanning the clamp's
+    range; quantized MUL with input 1's scale below 1; DIV divisors non-zero, floats away from 0 (|x| >= 0.4)."""
+    t = d[0].type
+    if t == I32:
+        d.param(2, 0)
+    draft_broadcast(d)
+    act = int(d[2].value)
+    if act in (2, 3):  # RELU1, RELU6
+        lim = {(2, False): 3.0, (3, False): 8.0, (2, True): 2.0, (3, True): 4.0}[
+            (act, d.opdef.type == OperationType.MUL)]
+        for k in (0, 1):
+            draft_range(d, k, -lim, lim)
+        if t in QUANT8:  # an output spanning the clamp's range (the fit keeps input 0's)
+            scale, zp = span_quant(d, t, -1.0 if act == 2 else 0.0, 1.0 if act == 2 else 6.0,
+                                   cover=True)
+            if d.opdef.type == OperationType.MUL:  # spec: output scale > product of inputs'
+                scale = max(scale, float(np.float32(d[0].scale * d[1].scale)) * 1.25)
+            d.out_quant[0] = (scale, zp)
+    elif d.opdef.type == OperationType.MUL and t in QUANT8 and d[1].scale >= 0.95:
+        # the generator starts the output at input 0's quantization (then fits it): valid
+        # for MUL only if input 1's scale is below 1 (spec: output scale > s0 * s1)
+        d[1].scale = float(np.float32(d[1].scale / 2.2))
+    if d.opdef.type == OperationType.DIV:
+        d[1].nonzero = True
+        if t in FLOATS:
+            d[1].low, d[1].high = -4.0, 4.0
+
+
 for _op, _fn, _ifn, _levels in (
         (OperationType.ADD, np.add, np.add, [(1, (F32, Q8)), (3, (F16,)), (4, (Q8S, I32))]),
         (OperationType.MUL, np.multiply, np.multiply,
@@ -222,7 +364,7 @@ for _op, _fn, _ifn, _levels in (
         (OperationType.DIV, np.divide, _int32_floor_divide, [(2, (F32,)), (3, (F16,)), (4, (I32,))])):
     register(OperationDef(_op, _binary_signatures(_levels), _binary_prepare,
                           int32_binary_execute(_ifn, binary_execute(_fn, 2)),
-                          validate=_binary_validate,
+                          validate=_binary_validate, generate=_generate_binary,
                           summary=f"{_op.name}(input0, input1) with broadcasting and fused activation",
                           allows_zero_sized_input=True, aosp_source="BroadcastExecution.cpp"))
 
@@ -271,6 +413,39 @@ _DEQUANTIZE_SIGS = (unary_sigs(1, (Q8,), out_type=F32) + unary_sigs(3, (Q8,), ou
                             for o in (F32, F16) for s in unary_sigs(3, (t,), out_type=o))
                     + unary_sigs(4, (Q8S,), out_type=F32) + unary_sigs(4, (Q8S,), out_type=F16))
 
+def _unary_generator(lo: float, hi: float, out_quant=None):
+    """A draft hook preferring input values in [``lo``, ``hi``] (see :func:`draft_range`)
+    and stating the output quantization: ``out_quant`` {type: (scale, zeroPoint)} where
+    NNAPI fixes it, "input" for the input's own (RELU/RELU1/RELU6)."""
+    def generate(d) -> None:
+        draft_range(d, 0, lo, hi)
+        t = d[0].type
+        if out_quant == "input" and t in QUANT8:
+            d.out_quant[0] = (d[0].scale, d[0].zero_point)
+        elif isinstance(out_quant, dict) and t in out_quant:
+            d.out_quant[0] = out_quant[t]
+    return generate
+
+
+def _generate_dequantize(d) -> None:
+    """DEQUANTIZE drafts: a TENSOR_QUANT8_SYMM_PER_CHANNEL input takes its scales on a
+    random channelDim (spec: any dimension); other inputs keep the defaults."""
+    if d[0].type == T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
+        d.per_channel(0, d.integer(0, len(d[0].dims) - 1))
+
+
+_GENERATE = {
+    OperationType.RELU: _unary_generator(-4.0, 4.0, "input"),
+    OperationType.RELU1: _unary_generator(-3.0, 3.0, "input"),
+    OperationType.RELU6: _unary_generator(-8.0, 10.0, "input"),
+    OperationType.LOGISTIC: _unary_generator(
+        -8.0, 8.0, {t: (1.0 / 256, zp) for t, zp in LOGISTIC_OUTPUT_ZERO_POINT.items()}),
+    OperationType.TANH: _unary_generator(
+        -4.0, 4.0, {t: (1.0 / 128, zp) for t, zp in TANH_OUTPUT_ZERO_POINT.items()}),
+    OperationType.FLOOR: _unary_generator(-8.0, 8.0),
+    OperationType.DEQUANTIZE: _generate_dequantize,
+}
+
 for _op, _fn, _sigs, _summary, _validate in (
         (OperationType.RELU, lambda x: np.maximum(x, 0), _Q_ACTIVATION_SIGS, "max(0, x)",
          _same_quant_validate),
@@ -288,7 +463,7 @@ for _op, _fn, _sigs, _summary, _validate in (
         (OperationType.DEQUANTIZE, lambda x: x, _DEQUANTIZE_SIGS, "(q - zeroPoint) * scale",
          None)):
     register(OperationDef(_op, _sigs, _prepare, unary_execute(_fn, raw_types=()),
-                          validate=_validate, summary=_summary,
+                          validate=_validate, summary=_summary, generate=_GENERATE[_op],
                           allows_zero_sized_input=_op != OperationType.FLOOR,
                           aosp_source={OperationType.FLOOR: "ElementwiseExecution.cpp",
                                        OperationType.DEQUANTIZE: "DequantizeExecution.cpp"}.get(

@@ -39,6 +39,7 @@ import numpy as np
 from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import from_float, from_nhwc, layout_flag, read_axis, to_float, to_nhwc
+from .elementwise import linked
 
 T = OperandType
 F32, F16 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16
@@ -94,13 +95,32 @@ def _in_execute(ctx: OpContext):
     return [from_nhwc(from_float(ctx.outputs[0], real), nchw)]
 
 
+def _generate_instance_norm(d) -> None:
+    """INSTANCE_NORMALIZATION drafts: gamma in [-2, 2], beta in [-1, 1], epsilon positive
+    (log-uniform in [1e-5, 0.1]; [1e-3, 0.1] for FLOAT16, whose small values are
+    subnormal); an unlinked input gets height * width >= 2 (a single pixel normalizes to
+    beta)."""
+    d.param(1, d.uniform(-2.0, 2.0))
+    d.param(2, d.uniform(-1.0, 1.0))
+    lo = 1e-3 if d[0].type == F16 else 1e-5
+    d.param(3, float(np.exp(d.uniform(np.log(lo), np.log(0.1)))))
+    dims = d[0].dims
+    hw = (2, 3) if bool(d[4].value) else (1, 2)
+    if not linked(d) and dims[hw[0]] * dims[hw[1]] < 2:
+        k = d.choice(hw)
+        dims[k] = d.dim(2, 8)
+        while int(np.prod(dims)) > d.max_elements:
+            j = max((j for j in range(4) if j != k), key=lambda j: dims[j])
+            dims[j] = max(1, dims[j] // 2)
+
+
 register(OperationDef(
     OperationType.INSTANCE_NORMALIZATION,
     tuple(sig(3, [tensor("input", t, (4,)), scalar("gamma", _FLOAT_SCALAR[t]),
                   scalar("beta", _FLOAT_SCALAR[t]), scalar("epsilon", _FLOAT_SCALAR[t]),
                   scalar("layout", T.BOOL)], [tensor("output", t, (4,))])
           for t in (F32, F16)),
-    _in_prepare, _in_execute,
+    _in_prepare, _in_execute, generate=_generate_instance_norm,
     summary="(x - mean) * gamma / sqrt(var + epsilon) + beta per batch and channel over H, W",
     aosp_source="InstanceNormalizationExecution.cpp"))
 
@@ -142,11 +162,30 @@ def _ls_execute(ctx: OpContext):
     return [from_float(ctx.outputs[0], real)]
 
 
+def _generate_log_softmax(d) -> None:
+    """LOG_SOFTMAX drafts: beta positive (spec), log-uniform in [0.1, 5]; the axis along a
+    dimension above 1 (an unlinked input gets one; a linked input's axis moves to one)."""
+    d.param(1, float(np.exp(d.uniform(np.log(0.1), np.log(5.0)))))
+    dims = d[0].dims
+    rank = len(dims)
+    axis = int(d[2].value) % rank
+    if dims[axis] > 1:
+        return
+    if not linked(d):
+        dims[axis] = d.dim(2, 8)
+        while int(np.prod(dims)) > d.max_elements:
+            j = max((j for j in range(rank) if j != axis), key=lambda j: dims[j])
+            dims[j] = max(1, dims[j] // 2)
+    elif any(n > 1 for n in dims):
+        axis = d.choice([k for k, n in enumerate(dims) if n > 1])
+        d.param(2, axis - rank if d.coin() else axis)
+
+
 register(OperationDef(
     OperationType.LOG_SOFTMAX,
     tuple(sig(3, [tensor("input", t, None), scalar("beta", _FLOAT_SCALAR[t]),
                   scalar("axis", T.INT32)], [tensor("output", t, None)])
           for t in (F32, F16)),
-    _ls_prepare, _ls_execute, validate=_ls_validate,
+    _ls_prepare, _ls_execute, validate=_ls_validate, generate=_generate_log_softmax,
     summary="x * beta - log(sum(exp(x * beta))) along an axis",
     aosp_source="LogSoftmaxExecution.cpp"))

@@ -45,8 +45,10 @@ import numpy as np
 from ..types import OperationType
 from .base import OpContext, OperationDef, register, sig, tensor
 from .common import from_float
-from .elementwise import (F16, F32, I32, Q8, Q8S, binary_execute, broadcast_shape, real,
-                          same_shape, unary_execute, unary_sigs)
+from .elementwise import (F16, F32, I32, Q8, Q8S, binary_execute, broadcast_shape,
+                          draft_broadcast, draft_range, linked, real, same_shape,
+                          unary_execute, unary_sigs)
+from .generation import quant_limits
 
 ANY = None  # tensor rank: from 1, no upper bound
 
@@ -78,6 +80,41 @@ def _execute_rsqrt(ctx: OpContext):
 
 _float_rsqrt = unary_execute(_rsqrt)
 
+
+def _unary_generator(lo: float, hi: float, strict: bool = False):
+    """A draft hook for input values in [``lo``, ``hi``]: a constraint when ``strict``
+    (the function's domain: LOG, SQRT positive; an input linked to values outside it is
+    redrawn), else a preference (EXP moderate, SIN over two periods ...)."""
+    def generate(d) -> None:
+        if strict:
+            d[0].low, d[0].high = lo, hi
+        else:
+            draft_range(d, 0, lo, hi)
+    return generate
+
+
+def _generate_rsqrt(d) -> None:
+    """RSQRT drafts: positive inputs (domain of 1/sqrt); a quantized input (FL7) gets a
+    scale spanning about (0, 8] and a zeroPoint near the type's minimum, its values the
+    stored ones above the zeroPoint."""
+    s = d[0]
+    if s.type in (Q8, Q8S) and not linked(d):
+        qlo, _ = quant_limits(s.type)
+        s.scale = float(np.float32(d.uniform(4.0, 12.0) / 255))
+        s.zero_point = qlo + d.integer(0, 16)
+    s.low = 0.02 if s.type not in (Q8, Q8S) else 0.5 * s.scale  # quant: stored > zeroPoint
+    s.high = 8.0 if s.type not in (Q8, Q8S) else None
+
+_GENERATE_UNARY = {
+    OperationType.ABS: _unary_generator(-4.0, 4.0),
+    OperationType.EXP: _unary_generator(-4.0, 4.0),
+    OperationType.LOG: _unary_generator(0.01, 8.0, strict=True),
+    OperationType.NEG: _unary_generator(-4.0, 4.0),
+    OperationType.RSQRT: _generate_rsqrt,
+    OperationType.SIN: _unary_generator(-6.5, 6.5),
+    OperationType.SQRT: _unary_generator(0.0, 8.0, strict=True),
+}
+
 for _op, _fn, _sigs, _summary in (
         (OperationType.ABS, unary_execute(np.abs),
          unary_sigs(3, (F16, F32), ANY) + unary_sigs(4, (I32,), ANY), "|x|"),
@@ -91,6 +128,7 @@ for _op, _fn, _sigs, _summary in (
         (OperationType.SQRT, unary_execute(np.sqrt), unary_sigs(3, (F16, F32), ANY),
          "sqrt(x)")):
     register(OperationDef(_op, _sigs, _prepare_unary, _fn, summary=_summary,
+                          generate=_GENERATE_UNARY[_op],
                           aosp_source="NegExecution.cpp" if _op == OperationType.NEG
                           else "ElementwiseExecution.cpp"))
 
@@ -107,6 +145,18 @@ def _prelu(x, alpha):
     return np.where(x >= 0, x, x * alpha)
 
 
+def _generate_binary(d) -> None:
+    """POW/MAXIMUM/MINIMUM/PRELU drafts: NNAPI broadcasting shapes half the time; POW with
+    a positive base in [0.1, 3] (a constraint: a negative base with a fractional exponent
+    is NaN) and a moderate exponent in [-3, 3]; PRELU inputs over [-4, 4]."""
+    draft_broadcast(d)
+    if d.opdef.type == OperationType.POW:
+        d[0].low, d[0].high = 0.1, 3.0
+        d[1].low, d[1].high = -3.0, 3.0
+    elif d.opdef.type == OperationType.PRELU:
+        draft_range(d, 0, -4.0, 4.0)
+
+
 for _op, _fn, _sigs, _summary in (
         (OperationType.POW, np.power, _binary_sigs((F16, F32), ("base", "exponent"), ()),
          "base ^ exponent with broadcasting"),
@@ -117,5 +167,6 @@ for _op, _fn, _sigs, _summary in (
         (OperationType.PRELU, _prelu, _binary_sigs((F16, F32, Q8), ("input", "alpha")),
          "x if x >= 0 else alpha * x, alpha broadcast")):
     register(OperationDef(_op, _sigs, _prepare_binary, binary_execute(_fn), summary=_summary,
+                          generate=_generate_binary,
                           aosp_source="PReluExecution.cpp" if _op == OperationType.PRELU
                           else "CpuExecutor.cpp"))

@@ -55,6 +55,7 @@ from ..types import OperandType, OperationType
 from .base import (RANKS_1_4, OpContext, OperationDef, check, register, scalar, sig,
                    tensor)
 from .common import from_float, read_axis, to_float
+from .elementwise import draft_range, linked
 
 __all__ = ["softmax", "l2_normalization", "local_response_normalization",
            "SOFTMAX_QUANT8_OUTPUT_SCALE", "SOFTMAX_QUANT8_OUTPUT_ZERO_POINT",
@@ -187,6 +188,27 @@ def _with_axis(sigs, level: int = 3):
                  for s in sigs)
 
 
+def _draft_axis(d, index: int | None) -> int:
+    """The axis of a draft (parameter slot ``index``, or None: the last) whose dimension is
+    above 1 where possible (a 1-long axis gives a constant output): an unlinked input 0
+    gets that dimension raised to 2..8 (others halved to stay in budget); for a linked one
+    the axis moves to a dimension above 1 if it has one. Returns the axis in [0, rank)."""
+    dims = d[0].dims
+    rank = len(dims)
+    axis = rank - 1 if index is None else int(d[index].value) % rank
+    if dims[axis] > 1:
+        return axis
+    if not linked(d):
+        dims[axis] = d.dim(2, 8)
+        while int(np.prod(dims)) > d.max_elements:
+            k = max((k for k in range(rank) if k != axis), key=lambda k: dims[k])
+            dims[k] = max(1, dims[k] // 2)
+    elif index is not None and any(n > 1 for n in dims):
+        axis = d.choice([k for k, n in enumerate(dims) if n > 1])
+        d.param(index, axis - rank if d.coin() else axis)
+    return axis
+
+
 # --- SOFTMAX ---------------------------------------------------------------------------
 
 def _softmax_validate(ctx: OpContext) -> None:
@@ -229,6 +251,18 @@ def _softmax_execute(ctx: OpContext) -> list[np.ndarray]:
     return [from_float(ctx.outputs[0], real)]
 
 
+def _generate_softmax(d) -> None:
+    """SOFTMAX drafts: beta positive (spec), log-uniform in [0.1, 10]; the axis (input 2,
+    or the last) along a dimension above 1; quantized inputs spanning about [-6, 6]; the
+    quantized output 1/256 with zeroPoint 0 (TENSOR_QUANT8_ASYMM) or -128 (signed)."""
+    d.param(1, float(np.exp(d.uniform(np.log(0.1), np.log(10.0)))))
+    _draft_axis(d, 2 if len(d.slots) > 2 else None)
+    t = d[0].type
+    if t in _SOFTMAX_OUTPUT_ZERO_POINT:
+        draft_range(d, 0, -6.0, 6.0)
+        d.out_quant[0] = (float(SOFTMAX_QUANT8_OUTPUT_SCALE), _SOFTMAX_OUTPUT_ZERO_POINT[t])
+
+
 _SOFTMAX_FL3 = tuple(sig(3, [tensor("input", t, RANKS_1_4), scalar("beta", _FLOAT_SCALAR[t])],
                          [tensor("output", t, RANKS_1_4)]) for t in (F32, Q8, F16))
 _SOFTMAX_FL4 = (sig(4, [tensor("input", Q8S, RANKS_1_4), scalar("beta", T.FLOAT32)],
@@ -242,7 +276,7 @@ register(OperationDef(
             [tensor("output", Q8, (2, 4))]),
         *_SOFTMAX_FL3, *_with_axis(_SOFTMAX_FL3), *_SOFTMAX_FL4, *_with_axis(_SOFTMAX_FL4, 4),
     ),
-    _softmax_prepare, _softmax_execute, validate=_softmax_validate,
+    _softmax_prepare, _softmax_execute, validate=_softmax_validate, generate=_generate_softmax,
     summary="exp((x - max) * beta) / sum(exp((x - max) * beta)) along an axis (default last)",
     allows_zero_sized_input=True, aosp_source="SoftmaxExecution.cpp"))
 
@@ -277,6 +311,15 @@ def _l2_execute(ctx: OpContext) -> list[np.ndarray]:
     return [from_float(ctx.outputs[0], l2_normalization(to_float(ctx.inputs[0]), axis=axis))]
 
 
+def _generate_l2(d) -> None:
+    """L2_NORMALIZATION drafts: the axis (input 1, or the last) along a dimension above 1;
+    the quantized output 1/128 with zeroPoint 128 (TENSOR_QUANT8_ASYMM) or 0 (signed)."""
+    _draft_axis(d, 1 if len(d.slots) > 1 else None)
+    t = d[0].type
+    if t in _L2_OUTPUT_ZERO_POINT:
+        d.out_quant[0] = (float(L2_NORM_QUANT8_OUTPUT_SCALE), _L2_OUTPUT_ZERO_POINT[t])
+
+
 _L2_FL3 = tuple(sig(3, [tensor("input", t, RANKS_1_4)], [tensor("output", t, RANKS_1_4)])
                 for t in (F32, F16, Q8))
 _L2_FL4 = (sig(4, [tensor("input", Q8S, RANKS_1_4)], [tensor("output", Q8S, RANKS_1_4)]),)
@@ -284,7 +327,7 @@ register(OperationDef(
     OperationType.L2_NORMALIZATION,
     (sig(1, [tensor("input", F32, (4,))], [tensor("output", F32, (4,))]),
      *_L2_FL3, *_with_axis(_L2_FL3), *_L2_FL4, *_with_axis(_L2_FL4, 4)),
-    _l2_prepare, _l2_execute, validate=_l2_validate,
+    _l2_prepare, _l2_execute, validate=_l2_validate, generate=_generate_l2,
     summary="x / sqrt(sum x^2) along an axis (default the last)",
     aosp_source="L2NormalizationExecution.cpp"))
 
@@ -335,10 +378,21 @@ def _lrn_sig(level: int, t: OperandType, ranks) -> object:
                        scalar("alpha", f), scalar("beta", f)], [tensor("output", t, ranks)])
 
 
+def _generate_lrn(d) -> None:
+    """LOCAL_RESPONSE_NORMALIZATION drafts: radius 0..5 (>= 0, AOSP), bias in [0.5, 3]
+    (non-zero, spec; positive keeps the power real), alpha in [0.01, 1], beta in
+    [0.2, 1.2]; the axis (input 5, or the last) along a dimension above 1."""
+    d.param(1, d.integer(0, 5))
+    d.param(2, d.uniform(0.5, 3.0))
+    d.param(3, d.uniform(0.01, 1.0))
+    d.param(4, d.uniform(0.2, 1.2))
+    _draft_axis(d, 5 if len(d.slots) > 5 else None)
+
+
 _LRN_FL3 = (_lrn_sig(3, F32, RANKS_1_4), _lrn_sig(3, F16, RANKS_1_4))
 register(OperationDef(
     OperationType.LOCAL_RESPONSE_NORMALIZATION,
     (_lrn_sig(1, F32, (4,)), *_LRN_FL3, *_with_axis(_LRN_FL3)),
-    _lrn_prepare, _lrn_execute, validate=_lrn_validate,
+    _lrn_prepare, _lrn_execute, validate=_lrn_validate, generate=_generate_lrn,
     summary="x / (bias + alpha * sum of squares within radius) ** beta along an axis "
             "(default the last)", aosp_source="LocalResponseNormalizationExecution.cpp"))
