@@ -251,10 +251,9 @@ def _concat_execute(ctx: OpContext):
 
 
 def _generate_concat(d) -> None:
-    """Axis in [0, rank) (AOSP refuses negative ones); the other inputs share input 0's
-    dims off the axis with an extent of their own on it. Quantized: half the time every
-    input and the output share input 0's scale and zeroPoint (the FL1 rule), else each
-    input keeps its own and the output covers all their ranges (requantized, FL3+)."""
+    """Axis in [0, rank) (AOSP refuses negative ones); other inputs equal off the axis.
+    Quantized: half the time one scale/zeroPoint for all (FL1 rule), else the output's
+    covers every input's range (requantized, FL3+)."""
     n = len(d.slots) - 1
     dims0 = list(d.dims0)
     axis = d.integer(0, len(dims0) - 1)
@@ -636,7 +635,7 @@ def _generate_squeeze(d) -> None:
     rank) (NNAPI: every listed dimension has size 1)."""
     dims = list(d.dims0)
     ones = [i for i, x in enumerate(dims) if x == 1]
-    if not ones if d.primary is not None else (not ones or d.coin(0.5)):
+    if not ones or (d.primary is None and d.coin(0.5)):
         for i in d.rng.permutation(len(dims))[:d.integer(1, max(1, len(dims) - 1))]:
             dims[int(i)] = 1
         d.tensor(0, dims)
