@@ -267,10 +267,10 @@ def _generate_hashtable(d) -> None:
         seen = np.unique(np.asarray(prim.value, np.int64))
         lo, hi = int(seen[0]), int(seen[-1])
         hits = seen[d.rng.random(seen.size) < 0.5]
-        extra = d.rng.integers(lo - 2, hi + 3, d.integer(0, 4))
+        extra = d.rng.integers(lo, hi + 1, d.integer(0, 4))
         keys = np.unique(np.concatenate([hits, extra]))[:32]
         if keys.size == 0:
-            keys = np.array([lo - 1])
+            keys = seen[:1]
     else:
         k = d.integer(4, 8)
         lo = d.integer(-20, 10)
