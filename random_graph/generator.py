@@ -165,16 +165,23 @@ def _fit_quant(t: T, q: np.ndarray, scale: float, zp: int, rng) -> tuple[float, 
         return scale, zp, True
     saturated = np.mean((q == lo) | (q == hi))
     spread = int(q.max() - q.min())
-    if saturated > 0.02:
-        return scale * 16, zp, False
-    if spread < min(32, (hi - lo) // 8) and q.size > 1 and scale > 1e-4:
-        return scale / 16, zp, False
     real = (q - zp) * scale
+    symmetric = t in (T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT16_SYMM)
+
+    def recentred(new_scale: float) -> tuple[float, int, bool]:
+        # the zero point moves with the scale, so the values' centre stays mid-range
+        centre = 0 if symmetric else int(np.clip(round((lo + hi) / 2 - float(real.mean()) / new_scale), lo, hi))
+        return new_scale, centre, False
+
+    if saturated > 0.02:
+        return recentred(scale * 16)
+    if spread < min(32, (hi - lo) // 8) and q.size > 1 and scale > 1e-4:
+        return recentred(scale / 16)
     rmin, rmax = min(float(real.min()), 0.0), max(float(real.max()), 0.0)
     if rmax - rmin <= 0:
         return scale, zp, True
     widen = float(rng.uniform(1.05, 1.4))
-    if t in (T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT16_SYMM):
+    if symmetric:
         new_scale = max(abs(rmin), abs(rmax)) * widen / hi
         return float(np.float32(new_scale)), 0, True
     new_scale = (rmax - rmin) * widen / (hi - lo)
@@ -206,6 +213,8 @@ def _run_draft(d: Draft, out_args, values) -> tuple[list, list, list]:
     """Check and run a filled draft: (output shapes, output quantizations, output values);
     raises _Rejected when the operation refuses it or its values are unusable."""
     opdef = d.opdef
+    if opdef.variadic_outputs and d.n_outputs:
+        out_args = [out_args[0]] * d.n_outputs
     views_in = [_view(s, v) for s, v in zip(d.slots, values)]
     first = _first_tensor(d.sig)
     q0 = (d.slots[first].scale, d.slots[first].zero_point) if first is not None else (0.0, 0)

@@ -99,7 +99,8 @@ class Draft:
     shape; ``ranks``: ranks a primary tensor may take (None: the signature's); ``primary``:
     the operand input 0 links to, or None. ``out_quant[j]`` = (scale, zero point) fixes
     output j's quantization (otherwise the slot's ``fixed_quant``, else the generator picks
-    one that fits the computed values)."""
+    one that fits the computed values); ``n_outputs``: how many outputs an operation whose
+    output slot repeats (SPLIT) has."""
 
     def __init__(self, opdef: OperationDef, sig: Signature, rng: np.random.Generator,
                  max_dim: int = 10, max_elements: int = 4096, ranks=None, primary: Primary | None = None):
@@ -109,6 +110,8 @@ class Draft:
         self.primary = primary
         self.slots = [Slot(a) for a in sig.inputs]
         self.out_quant: dict[int, tuple[float, int]] = {}
+        #: Number of outputs of an operation whose output slot repeats (SPLIT); None: one.
+        self.n_outputs: int | None = None
 
     # --- random draws -------------------------------------------------------------------
     def integer(self, lo: int, hi: int) -> int:

@@ -285,12 +285,14 @@ def _split_execute(ctx: OpContext):
 
 
 def _generate_split(d) -> None:
-    """Axis in [-n, n); num_splits 1, the only count the generator's single output slot
-    allows (it builds one output per signature output before ``prepare``; NNAPI also
-    requires num_splits to divide dims[axis] and to equal the output count)."""
+    """Axis in [-n, n); num_splits a divisor of dims[axis] (1..4, NNAPI requires it to
+    divide the axis and to equal the output count, ``d.n_outputs``)."""
     axis = d.integer(0, d.rank0 - 1)
     d.param("axis", _draft_axis(d, axis, d.rank0))
-    d.param("num_splits", 1)
+    size = d.dims0[axis]
+    n = d.choice([k for k in range(1, 5) if size % k == 0])
+    d.param("num_splits", n)
+    d.n_outputs = n
 
 
 _reg(OperationType.SPLIT, _sigs([scalar("axis", T.INT32), scalar("num_splits", T.INT32)]),
