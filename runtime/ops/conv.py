@@ -338,6 +338,279 @@ def conv_params(ctx: OpContext, kind: str) -> ConvParams:
     return ConvParams(nchw, win, groups, activation, (batches, h, w, depth_in), depth_out)
 
 
+# --- random-graph drafts (runtime/ops/generation.py) ---------------------------------------
+# Shared by the window and matrix operations (conv, transpose_conv, pool, fully_connected,
+# batch_matmul): window geometry per axis, and weights scaled to the data they multiply so
+# a sum of products lands around the fused activation's range instead of far beyond it.
+
+#: Output elements a drafted convolution / matrix product aims at most, and at least (the
+#: aggregate criteria judge outputs of 10 elements or more).
+GEN_OUTPUT_ELEMENTS, GEN_MIN_OUTPUT = 4096, 32
+#: Multiply-adds a drafted operation aims at most (well under :data:`MAX_MACS`).
+GEN_MACS = 1 << 22
+
+
+def draft_linked(d) -> bool:
+    """Whether input 0 of draft ``d`` keeps the earlier operand it links to (same type and
+    dims), so the hook builds the other shapes around it."""
+    p, s = d.primary, d.slots[0]
+    return p is not None and p.type == s.type and list(p.dims) == list(s.dims) \
+        and all(x >= 1 for x in s.dims)
+
+
+def draft_rms(d, k: int = 0) -> float:
+    """Root mean square of the real values slot ``k`` will hold: the linked operand's
+    (input 0), else that of a uniform fill of the slot's range (generation.fill)."""
+    from .generation import FLOAT_RANGE, INT_RANGE, quant_limits
+    from ..types import is_quantized_type
+    s = d.slots[k]
+    if k == 0 and draft_linked(d) and (s.scale, s.zero_point) == (d.primary.scale, d.primary.zero_point):
+        v = np.asarray(d.primary.value, np.float64)
+        if is_quantized_type(s.type):
+            v = (v - s.zero_point) * s.scale
+        rms = float(np.sqrt(np.mean(v * v))) if v.size else 0.0
+        return rms if np.isfinite(rms) and rms > 0 else 1.0
+    if is_quantized_type(s.type):
+        lo, hi = quant_limits(s.type)
+        n, mean = hi - lo + 1, (lo + hi) / 2
+        return max(1e-6, s.scale * float(np.sqrt((n * n - 1) / 12 + (mean - s.zero_point) ** 2)))
+    lo, hi = FLOAT_RANGE if s.type in (F32, F16) else INT_RANGE
+    lo = s.low if s.low is not None else lo
+    hi = s.high if s.high is not None else hi
+    return max(1e-6, float(np.sqrt((lo * lo + lo * hi + hi * hi) / 3)))
+
+
+def draft_target(d, activation: int | None) -> tuple[float, float]:
+    """(spread, centre) of the pre-activation sums of a draft: around the clamp range of
+    the FuseCode (RELU1 [-1, 1], RELU6 [0, 6]) so the activation clips some values, not all."""
+    if activation == 2:
+        return d.uniform(0.3, 1.5), 0.0
+    if activation == 3:
+        spread = d.uniform(1.0, 5.0)
+        return spread, d.uniform(0.0, 0.5) * spread
+    spread = float(np.exp(d.uniform(np.log(0.5), np.log(4.0))))
+    return spread, (d.uniform(0.0, 0.5) if activation == 1 else d.uniform(-0.5, 0.5)) * spread
+
+
+def draft_quant_start(d, activation: int | None, spread: float, centre: float, n_out: int) -> None:
+    """Quantized output of sums with ``spread`` / ``centre`` (:func:`draft_target`) over
+    ``n_out`` elements. The generator fits an output's quantization starting from input
+    0's and settles only when that one neither saturates (> 2 % at a limit) nor collapses
+    the values (< 32 levels); else it rescales 16-fold and may oscillate. So: from the
+    expected extremes (``spread`` * about sqrt(2 ln n_out) around ``centre``, clamped by the
+    FuseCode), an unlinked input 0 gets a zero point near the middle of the type (values
+    about symmetric), or 40-56 below it when the outputs are >= 0 (RELU, RELU6: room for
+    them; inputs then a little skewed, not so much that a channel is all clamped), and the
+    scale that puts those extremes
+    mid-way (geometric mean) between both failures; a linked input 0 whose quantization
+    would not settle fixes the output's instead."""
+    from .generation import quant_limits
+    from ..types import is_quantized_type
+    s0 = d.slots[0]
+    if not is_quantized_type(s0.type):
+        return
+    clamp_lo, clamp_hi = {1: (0.0, np.inf), 2: (-1.0, 1.0), 3: (0.0, 6.0)}.get(activation, (-np.inf, np.inf))
+    if clamp_lo == 0:
+        n_out //= 2  # about half of them are clamped to 0
+    tail = spread * max(1.0, float(np.sqrt(2 * np.log(max(n_out, 2)))) - 0.5)
+    r_lo = min(max(centre - tail, clamp_lo), 0.0)
+    r_hi = max(min(centre + tail, clamp_hi), 0.0)
+    if r_hi - r_lo <= 0:
+        r_lo, r_hi = max(clamp_lo, -1.0), min(clamp_hi, 1.0)
+    extreme = max(-r_lo, r_hi)
+    lo, hi = quant_limits(s0.type)
+    if not draft_linked(d):
+        if r_lo >= 0:
+            zp = (lo + hi + 1) // 2 - 48 + d.integer(-8, 8)
+        else:
+            zp = (lo + hi + 1) // 2 + d.integer(-16, 16)
+        room = min(hi - zp, zp - lo if r_lo < 0 else hi - zp)
+        # spread (r_hi - r_lo) / scale >= 32 and extreme / scale <= room: the geometric
+        # mean of both bounds, jittered
+        scale = np.sqrt((r_hi - r_lo) / 32 * extreme / room) * np.exp(d.uniform(-0.2, 0.2))
+        s0.scale, s0.zero_point = float(np.float32(scale)), zp
+        return
+    q_lo = s0.zero_point + 1.5 * r_lo / s0.scale
+    q_hi = s0.zero_point + 1.5 * r_hi / s0.scale
+    if (r_hi - r_lo) / s0.scale >= 48 and q_lo > lo and q_hi < hi:
+        return
+    r_lo, r_hi = max(2 * r_lo, clamp_lo), min(2 * r_hi, clamp_hi)
+    scale = float(np.float32((r_hi - r_lo) / (hi - lo)))
+    d.out_quant[0] = (scale, int(np.clip(round(lo - r_lo / scale), lo, hi)))
+
+
+def draft_spatial(d, budget: int) -> tuple[int, int]:
+    """(height, width) of at most ``budget`` cells: any shape half of the time, else both
+    up to sqrt(budget) (square-ish, as images are)."""
+    if d.coin(0.5):
+        h, w = d.shape(2, budget=max(1, budget))
+        return h, w
+    side = max(1, int(np.sqrt(max(1, budget))))
+    return d.dim(1, side), d.dim(1, side)
+
+
+def draft_weights(d, k: int, fan_in: float, rms_in: float, spread: float,
+                  channel_dim: int = 0):
+    """Make slot ``k`` (filter / weights, dims already set) symmetric about a real 0 and
+    scaled so a sum of ``fan_in`` products with data of RMS ``rms_in`` has standard
+    deviation ``spread``: float range [-a, a]; per-tensor quantized: a zero point in the
+    middle half of the type, the scale spanning at least half the stored range; per-channel
+    (TENSOR_QUANT8_SYMM_PER_CHANNEL on ``channel_dim``): one scale per channel around the
+    same magnitude. Returns the filter scale (per tensor) or the tuple of channel scales."""
+    from .generation import quant_limits
+    from ..types import is_quantized_type
+    s = d.slots[k]
+    a = spread * np.sqrt(3.0) / (np.sqrt(max(fan_in, 1.0)) * max(rms_in, 1e-6))
+    if s.type == PER_CHANNEL:
+        base = a / 128.0
+        scales = tuple(float(np.float32(base * np.exp(d.uniform(np.log(0.5), np.log(2.0)))))
+                       for _ in range(s.dims[channel_dim]))
+        s.scale, s.zero_point, s.channel_quant = 0.0, 0, (scales, channel_dim)
+        s.low = s.high = None
+        return scales
+    if is_quantized_type(s.type):
+        lo, hi = quant_limits(s.type)
+        quarter = (hi - lo) // 4
+        zp = d.integer(lo + quarter, hi - quarter)
+        scale = float(np.float32(a / min(zp - lo, hi - zp)))
+        s.scale, s.zero_point, s.low, s.high = scale, zp, -a, a
+        return scale
+    s.low, s.high = -a, a
+    return None
+
+
+def draft_bias(d, k: int, spread: float, centre: float, input_scale: float, filter_scales) -> None:
+    """Bias slot ``k`` (dims set): real values uniform around ``centre`` within a fraction
+    of ``spread`` (half as far below a positive ``centre``: fewer outputs all clamped by a
+    RELU). TENSOR_INT32 bias of a quantized operation: scale input_scale *
+    filter_scale (binary32) and zeroPoint 0 (NNAPI CONV_2D / FULLY_CONNECTED); with
+    per-channel filter scales, scale 0 (each value i has input_scale * filter_scale[i])."""
+    s = d.slots[k]
+    half = spread * d.uniform(0.1, 1.0)
+    lo, hi = centre - (half / 2 if centre > 0 else half), centre + half
+    if s.type != I32:
+        s.low, s.high = lo, hi
+        return
+    if isinstance(filter_scales, tuple):
+        unit = float(np.float32(input_scale)) * float(np.exp(np.mean(np.log(filter_scales))))
+        s.scale, s.zero_point = 0.0, 0
+    else:
+        unit = float(np.float32(input_scale) * np.float32(filter_scales))
+        s.scale, s.zero_point = unit, 0
+    bound = float(1 << 30)
+    s.low = float(np.clip(np.floor(lo / unit), -bound, bound))
+    s.high = float(np.clip(np.ceil(hi / unit), -bound, bound))
+
+
+def draft_window_axis(d, size: int, filter_size: int | None = None, *, dilation: bool = False,
+                      scheme: int | None = None, max_filter: int = 5, whole_max: int = 12,
+                      whole_p: float = 0.15) -> tuple[int, int, int, int, int, int]:
+    """One axis of a 2-D window over an input extent ``size``: (filter, stride, dilation,
+    pad head, pad tail, output extent). Filter 1..``max_filter`` or, sometimes, the whole
+    extent (up to ``whole_max``); stride and dilation 1, sometimes 2..3 (dilation only
+    when the dilated window fits in the input, else it may read padding alone). Explicit padding
+    (``scheme`` None): each pad in [0, effective filter extent) with the padded input at
+    least one extent long (AOSP ``prepare``); VALID: the extent fits in the input; SAME:
+    any."""
+    f = filter_size
+    if f is None:
+        f = size if size <= whole_max and d.coin(whole_p) else d.integer(1, max_filter)
+    dil = d.integer(2, 3) if dilation and d.coin(0.4) else 1
+    if (f - 1) * dil + 1 > size:  # a dilated window wider than the input may read padding only
+        dil = 1
+    stride = 1 if d.coin(0.5) else d.integer(2, 3)
+    if scheme == 2 and (f - 1) * dil + 1 > size:  # VALID: the window must fit
+        f, dil = min(f, size), 1
+    eff = (f - 1) * dil + 1
+    if scheme is None:
+        head, tail = (0 if d.coin(0.3) else d.integer(0, eff - 1) for _ in range(2))
+        while size + head + tail < eff:
+            if head <= tail:
+                head += 1
+            else:
+                tail += 1
+        out = (size - eff + head + tail) // stride + 1
+    elif scheme == 1:
+        head = tail = 0
+        out = -(-size // stride)
+    else:
+        head = tail = 0
+        out = (size - eff) // stride + 1
+    return f, stride, dil, head, tail, out
+
+
+def draft_count(d, cap: int, hi: int, lo_elements: int = 1) -> int:
+    """A channel count in [``lo_elements``, min(hi, cap)] (log-uniform; at least 1)."""
+    top = max(1, min(hi, cap))
+    return d.dim(min(max(1, lo_elements), top), top)
+
+
+def _has(d, name: str) -> bool:
+    return any(s.arg.name == name for s in d.slots)
+
+
+def _generate_conv(kind: str):
+    def generate(d) -> None:
+        """Filter [depth_out, fh, fw, depth_in / groups] (DEPTHWISE_CONV_2D [1, fh, fw,
+        depth_in * multiplier]), bias [depth_out] of scale input * filter scale (zeroPoint
+        0; per channel on dim 0, DEPTHWISE 3), window (filter 1-5 or the whole input,
+        strides and dilations 1-3, paddings below the dilated filter, NNAPI/AOSP prepare)
+        and weights scaled so the sums straddle the fused activation's range."""
+        nchw = bool(d.slot("layout").value) if _has(d, "layout") else False
+        explicit = _has(d, "padding_left")
+        scheme = None if explicit else int(d.slot("padding_scheme").value)
+        activation = int(d.slot("activation").value)
+        groups = 1
+        if kind == GROUPED:
+            groups = d.integer(1, 4)
+        if not draft_linked(d):
+            n = d.dim(1, 3)
+            c = groups * d.dim(1, 4) if kind == GROUPED else d.dim(1, 12)
+            h, w = draft_spatial(d, d.max_elements // (n * c))
+            d.tensor(0, layout_dims((n, h, w, c), nchw))
+        n, h, w, cin = nhwc_dims(d.slots[0].dims, nchw)
+        if kind == GROUPED and cin % groups:
+            divisors = [g for g in range(2, min(cin, 8) + 1) if cin % g == 0]
+            groups = d.choice(divisors) if divisors and d.coin(0.8) else 1
+        dil = _has(d, "dilation_width")
+        fh, sh, dh, top, bottom, oh = draft_window_axis(d, h, dilation=dil, scheme=scheme)
+        fw, sw, dw, left, right, ow = draft_window_axis(d, w, dilation=dil, scheme=scheme)
+        if explicit:
+            for name, v in (("padding_left", left), ("padding_right", right),
+                            ("padding_top", top), ("padding_bottom", bottom)):
+                d.param(name, v)
+        d.param("stride_width", sw)
+        d.param("stride_height", sh)
+        if dil:
+            d.param("dilation_width", dw)
+            d.param("dilation_height", dh)
+        positions = n * oh * ow
+        depth_group = cin // groups if kind != DEPTHWISE else 1
+        cap = max(1, min(GEN_OUTPUT_ELEMENTS // positions, GEN_MACS // max(1, positions * fh * fw * depth_group)))
+        want = -(-GEN_MIN_OUTPUT // positions)
+        if kind == DEPTHWISE:
+            mult = draft_count(d, cap // cin, max(3, -(-want // cin)), -(-want // cin))
+            d.param("depth_multiplier", mult)
+            depth_out = cin * mult
+            filter_dims = [1, fh, fw, depth_out]
+        elif kind == GROUPED:
+            d.param("num_groups", groups)
+            depth_out = groups * draft_count(d, cap // groups, max(4, -(-want // groups)), -(-want // groups))
+            filter_dims = [depth_out, fh, fw, depth_group]
+        else:
+            depth_out = draft_count(d, cap, max(16, want), want)
+            filter_dims = [depth_out, fh, fw, cin]
+        d.tensor(1, filter_dims)
+        d.tensor(2, [depth_out])
+        spread, centre = draft_target(d, activation)
+        draft_quant_start(d, activation, spread, centre, positions * depth_out)
+        taps = min(fh, -(-h // dh)) * min(fw, -(-w // dw))  # filter cells that can hit the input
+        scales = draft_weights(d, 1, taps * depth_group, draft_rms(d, 0), spread,
+                               3 if kind == DEPTHWISE else 0)
+        draft_bias(d, 2, spread, centre, d.slots[0].scale, scales)
+    return generate
+
+
 # --- rows --------------------------------------------------------------------------------
 
 def _validator(kind: str):
@@ -389,7 +662,7 @@ for _op, _kind, _sigs, _summary in (
          "2-D convolution in channel groups (NHWC or NCHW) with bias and fused activation")):
     _prepare, _execute = _kernel(_kind)
     register(OperationDef(_op, _sigs, _prepare, _execute, validate=_validator(_kind),
-                          summary=_summary, allows_zero_sized_input=_kind != GROUPED,
+                          generate=_generate_conv(_kind), summary=_summary, allows_zero_sized_input=_kind != GROUPED,
                           aosp_source={CONV: "Conv2DExecution.cpp",
                                        DEPTHWISE: "DepthwiseConv2DExecution.cpp"}.get(
                                            _kind, "CpuExecutor.cpp")))
