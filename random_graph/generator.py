@@ -122,6 +122,7 @@ class _Operand:
     lifetime: L
     value: np.ndarray | None
     channel_quant: tuple | None = None
+    ignored: bool = False
 
 
 class _Graph:
@@ -136,7 +137,8 @@ class _Graph:
         return len(self.operands) - 1
 
     def outputs_of(self, t: T) -> list[int]:
-        return [i for i, o in enumerate(self.operands) if o.lifetime == L.TEMPORARY_VARIABLE and o.type == t]
+        return [i for i, o in enumerate(self.operands)
+                if o.lifetime == L.TEMPORARY_VARIABLE and o.type == t and not o.ignored]
 
     def link_for(self, slot, ranks) -> int | None:
         """An earlier output input 0 may take: each fitting pair with LINK_PROBABILITY."""
@@ -349,14 +351,16 @@ def _draw_operation(g: _Graph, opdef: OperationDef, sig_index: int) -> str | Non
             if k in links:
                 ins.append(links[k])
                 g.consumed.add(links[k])
-            elif s.omitted:
-                ins.append(g.add(_Operand(s.type, [], 0.0, 0, L.NO_VALUE, None)))
+            elif s.omitted:  # a quantized type keeps a valid scale even when omitted
+                quant = (s.scale or 1.0, s.zero_point) if is_quantized_type(s.type) else (0.0, 0)
+                ins.append(g.add(_Operand(s.type, [], *quant, L.NO_VALUE, None)))
             else:
                 constant = s.value is not None or not s.is_tensor or rng.random() < CONSTANT_PROBABILITY
                 ins.append(g.add(_Operand(s.type, list(s.dims), s.scale, s.zero_point,
                                           L.CONSTANT_COPY if constant else L.SUBGRAPH_INPUT, v, s.channel_quant)))
-        outs = [g.add(_Operand(a.type, list(shape), q[0], q[1], L.TEMPORARY_VARIABLE, np.asarray(r)))
-                for a, shape, q, r in zip(out_args, shapes, quants, results)]
+        outs = [g.add(_Operand(a.type, list(shape), q[0], q[1], L.TEMPORARY_VARIABLE, np.asarray(r),
+                               ignored=j in d.ignored_outputs))
+                for j, (a, shape, q, r) in enumerate(zip(out_args, shapes, quants, results))]
         g.operations.append(TestOperation(opdef.type, ins, outs))
         return None
     return why or "no attempt"
@@ -380,7 +384,7 @@ def _test_model(g: _Graph, name: str, spec: str) -> TestModel:
             data = np.asarray(data, operand_dtype(o.type)).reshape(o.dims) if o.dims else \
                 np.asarray(data, operand_dtype(o.type)).reshape(())
         operands.append(TestOperand(o.type, list(o.dims), float(np.float32(o.scale)), int(o.zero_point),
-                                    lifetime, consumers[i], False, o.channel_quant, data))
+                                    lifetime, consumers[i], o.ignored, o.channel_quant, data))
     main = TestSubgraph(operands, list(g.operations), inputs, outputs)
     return TestModel(name, spec, "RANDOM_GRAPH", "UNKNOWN", False, False, 0.0, main)
 

@@ -112,6 +112,9 @@ class Draft:
         self.out_quant: dict[int, tuple[float, int]] = {}
         #: Number of outputs of an operation whose output slot repeats (SPLIT); None: one.
         self.n_outputs: int | None = None
+        #: Outputs whose content NNAPI leaves unspecified (LSTM's scratch buffer): not
+        #: compared (``is_ignored``) and never linked to later inputs.
+        self.ignored_outputs: set[int] = set()
 
     # --- random draws -------------------------------------------------------------------
     def integer(self, lo: int, hi: int) -> int:

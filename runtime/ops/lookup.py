@@ -296,7 +296,7 @@ register(OperationDef(
     OperationType.HASHTABLE_LOOKUP,
     tuple(sig(1, [tensor("lookups", I32, (1,)), tensor("keys", I32, (1,)),
                   tensor("values", t, None)],
-              [tensor("output", t, None), tensor("hits", Q8, (1,))]) for t in (F32, I32, Q8)),
+              [tensor("output", t, None), tensor("hits", Q8, (1,), fixed_quant=(1.0, 0))]) for t in (F32, I32, Q8)),
     _hashtable_prepare, _hashtable_execute, generate=_generate_hashtable,
     summary="output[i] = values[j] where keys[j] == lookups[i], hits[i] = found",
     aosp_source="CpuExecutor.cpp"))

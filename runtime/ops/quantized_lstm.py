@@ -679,10 +679,8 @@ def _qlstm_execute(ctx: OpContext):
 
 
 #: Whether QUANTIZED_LSTM drafts may omit quantized optional inputs (CIFG, no peephole, no
-#: projection, no layer normalization). Off while ``random_graph.generator`` passes an
-#: omitted operand with scale 0, which NNAPI model validation refuses for the quantized
-#: types (the slot's scale, set by the hook, would do); then only the full variant is drawn.
-OMIT_QUANTIZED_OPTIONAL = False
+#: projection, no layer normalization); an omitted operand keeps the slot's scale.
+OMIT_QUANTIZED_OPTIONAL = True
 
 
 def _generate_qlstm(d) -> None:

@@ -669,6 +669,7 @@ def _generate_lstm(d) -> None:
     d.tensor(0, [batch, n_input])
     draft_lstm_cell(d, _LSTM_LN_SLOTS if len(d.slots) == 27 else _LSTM_SLOTS, batch, n_input)
     draft_lstm_params(d, 20, 21, 22)
+    d.ignored_outputs = {0}  # scratch_buffer: its content is unspecified
 
 
 register(OperationDef(
