@@ -77,7 +77,7 @@ def _execute_cast(ctx: OpContext):
 #: fractions of both signs (truncation toward zero), -> quant8 a little beyond [0, 255]
 #: (clamped), int32 -> quant8 likewise, -> float16 within its exact integers.
 _CAST_RANGES = {(True, I32): (-50.0, 50.0), (True, Q8): (-10.0, 265.0),
-                (False, Q8): (-20, 280), (True, F16): (-100.0, 100.0),
+                (False, Q8): (-10, 265), (True, F16): (-100.0, 100.0),
                 (True, F32): (-100.0, 100.0), (False, F16): (-1000, 1000),
                 (False, F32): (-1000, 1000)}
 

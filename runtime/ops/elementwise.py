@@ -211,6 +211,11 @@ def _broadcast_fresh(d, r0: int, max_rank: int):
     for _ in free:
         mask.append({"i": ("i", "b"), "j": ("j", "b"), "both": ("i", "j", "b")}[mode][
             d.integer(0, 1 if mode != "both" else 2)])
+    if mode != "j" and r == r0 >= 2 and d.coin(0.6):  # input j of lower rank, often
+        k = d.integer(1, r - 1)
+        mask[:k] = ["i"] * k
+        if mode == "both" and "j" not in mask[k:]:
+            mask[d.integer(k, r - 1)] = "j"
     if mode == "both" and r == r0 and ("i" not in mask or "j" not in mask):
         mask[free[0]], mask[free[-1]] = "j", "i"
     elif mode in ("i", "both") and "i" not in mask:
@@ -240,7 +245,7 @@ def draft_broadcast(d, i: int = 0, j: int = 1, p: float = 0.5) -> None:
     lead = 0
     while lead < len(mask) - 1 and mask[lead] == "i":
         lead += 1
-    if lead and d.coin(0.7):  # input j of lower rank: its missing leading dims count as 1
+    if lead and d.coin(0.85):  # input j of lower rank: its missing leading dims count as 1
         dims_j = dims_j[d.integer(1, lead):]
     d[j].dims = dims_j
 
@@ -439,9 +444,9 @@ _GENERATE = {
     OperationType.RELU1: _unary_generator(-3.0, 3.0, "input"),
     OperationType.RELU6: _unary_generator(-8.0, 10.0, "input"),
     OperationType.LOGISTIC: _unary_generator(
-        -8.0, 8.0, {t: (1.0 / 256, zp) for t, zp in LOGISTIC_OUTPUT_ZERO_POINT.items()}),
+        -6.0, 6.0, {t: (1.0 / 256, zp) for t, zp in LOGISTIC_OUTPUT_ZERO_POINT.items()}),
     OperationType.TANH: _unary_generator(
-        -4.0, 4.0, {t: (1.0 / 128, zp) for t, zp in TANH_OUTPUT_ZERO_POINT.items()}),
+        -3.0, 3.0, {t: (1.0 / 128, zp) for t, zp in TANH_OUTPUT_ZERO_POINT.items()}),
     OperationType.FLOOR: _unary_generator(-8.0, 8.0),
     OperationType.DEQUANTIZE: _generate_dequantize,
 }

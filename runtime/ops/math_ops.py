@@ -148,13 +148,15 @@ def _prelu(x, alpha):
 def _generate_binary(d) -> None:
     """POW/MAXIMUM/MINIMUM/PRELU drafts: NNAPI broadcasting shapes half the time; POW with
     a positive base in [0.1, 3] (a constraint: a negative base with a fractional exponent
-    is NaN) and a moderate exponent in [-3, 3]; PRELU inputs over [-4, 4]."""
+    is NaN) and a moderate exponent in [-3, 3]; PRELU inputs over [-4, 4], alpha over
+    [-1, 2]."""
     draft_broadcast(d)
     if d.opdef.type == OperationType.POW:
         d[0].low, d[0].high = 0.1, 3.0
         d[1].low, d[1].high = -3.0, 3.0
     elif d.opdef.type == OperationType.PRELU:
         draft_range(d, 0, -4.0, 4.0)
+        draft_range(d, 1, -1.0, 2.0)
 
 
 for _op, _fn, _sigs, _summary in (
