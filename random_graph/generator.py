@@ -177,7 +177,7 @@ def _fit_quant(t: T, q: np.ndarray, scale: float, zp: int, rng) -> tuple[float, 
 
     if saturated > 0.02:
         return recentred(scale * 16)
-    if spread < min(32, (hi - lo) // 8) and q.size > 1 and scale > 1e-4:
+    if spread < 4 and q.size > 1 and scale > 1e-4:
         return recentred(scale / 16)
     rmin, rmax = min(float(real.min()), 0.0), max(float(real.max()), 0.0)
     if rmax - rmin <= 0:
@@ -195,20 +195,25 @@ class _Rejected(Exception):
     pass
 
 
-def _fixed_candidates(out_args, chosen):
-    """Output quantizations NNAPI fixes for some operations, tried when the drawn ones are
-    refused: input 0's (already in ``chosen``), 1/256 at the type's minimum (LOGISTIC,
-    SOFTMAX), 1/128 centred (TANH, L2_NORMALIZATION)."""
-    yield {}
-    for scale, centred in ((1 / 256, False), (1 / 128, True)):
-        fixed = {}
-        for j, a in enumerate(out_args):
-            if j in chosen and is_quantized_type(a.type):
-                lo, hi = quant_limits(a.type)
-                zp = 0 if a.type in (T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT16_SYMM) else \
-                    ((lo + hi + 1) // 2 if centred else lo)
-                fixed[j] = (scale, zp)
-        yield fixed
+def _start_candidates(out_args, free, q0):
+    """(start quantizations of the ``free`` outputs, whether they are NNAPI-fixed ones) to
+    try in turn: input 0's; coarser scales centred (an operation may require the output
+    scale to exceed a product of input scales, as quantized MUL does before FL3); then
+    the quantizations NNAPI fixes for some operations: 1/256 at the type's minimum
+    (LOGISTIC, SOFTMAX) and 1/128 centred (TANH, L2_NORMALIZATION)."""
+    def each(scale, centred):
+        out = {}
+        for j in free:
+            lo, hi = quant_limits(out_args[j].type)
+            symmetric = out_args[j].type in (T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT16_SYMM)
+            out[j] = (float(np.float32(scale)), 0 if symmetric else ((lo + hi + 1) // 2 if centred else lo))
+        return out
+
+    yield {j: q0 for j in free}, False
+    for factor in (16, 256, 4096):
+        yield each(q0[0] * factor, True), False
+    yield each(1 / 256, False), True
+    yield each(1 / 128, True), True
 
 
 def _run_draft(d: Draft, out_args, values) -> tuple[list, list, list]:
@@ -253,41 +258,36 @@ def _run_draft(d: Draft, out_args, values) -> tuple[list, list, list]:
         except (OperationError, ValueError, IndexError, TypeError, ZeroDivisionError) as e:
             raise _Rejected(f"execute: {e}") from None
 
-    try:
-        results = run()
-    except _Rejected:  # an operation that fixes its output quantizations (LOGISTIC, TANH ...)
-        results = None
-        for j, a in enumerate(out_args):
-            if is_quantized_type(a.type) and not a.fixed_quant and j not in d.out_quant:
-                d.out_quant[j] = (outs[j].scale, outs[j].zero_point)
-        for fixed in _fixed_candidates(out_args, d.out_quant):
-            for j, q in fixed.items():
-                outs[j].scale, outs[j].zero_point = q
-            try:
-                results = run()
-                break
-            except _Rejected:
-                continue
-        if results is None:
-            raise
-    for j, a in enumerate(out_args):
-        if not is_quantized_type(a.type) or a.fixed_quant or j in d.out_quant:
+    free = [j for j, a in enumerate(out_args)
+            if is_quantized_type(a.type) and not a.fixed_quant and j not in d.out_quant]
+    results = None
+    for start, fixed in _start_candidates(out_args, free, q0):
+        for j, q in start.items():
+            outs[j].scale, outs[j].zero_point = q
+        try:
+            results = run()
+        except _Rejected:
             continue
-        settled = False
-        for _ in range(8):
-            scale, zp, settled = _fit_quant(a.type, results[j], outs[j].scale, outs[j].zero_point, d.rng)
+        if fixed:  # the operation fixes these quantizations (LOGISTIC, TANH ...): keep them
+            free = []
+        break
+    if results is None:
+        raise _Rejected("no output quantization is accepted")
+    for j in free:
+        good = (outs[j].scale, outs[j].zero_point, results)
+        settled_runs = 0
+        for _ in range(10):
+            scale, zp, settled = _fit_quant(out_args[j].type, results[j], outs[j].scale, outs[j].zero_point, d.rng)
             outs[j].scale, outs[j].zero_point = scale, zp
             try:
                 results = run()
-            except _Rejected:
+            except _Rejected:  # refused (e.g. a scale the operation forbids): keep the last good one
                 break
-            if settled:
+            good = (scale, zp, results)
+            settled_runs = settled_runs + 1 if settled else 0
+            if settled_runs == 2:  # fitted twice: the second from precise values
                 break
-        try:
-            results = run()
-        except _Rejected:  # the operation fixes this output's quantization to input 0's
-            outs[j].scale, outs[j].zero_point = q0
-            results = run()
+        outs[j].scale, outs[j].zero_point, results = good
     for r, a in zip(results, out_args):
         if is_float_type(a.type) and not np.all(np.isfinite(np.asarray(r, np.float64))):
             raise _Rejected("non-finite output")

@@ -289,9 +289,9 @@ def fill(d: Draft, s: Slot) -> np.ndarray:
         qlo, qhi = quant_limits(t)
         lo, hi = qlo, qhi
         if s.scale and s.low is not None:
-            lo = max(qlo, int(np.ceil(s.low / s.scale + s.zero_point)))
+            lo = min(max(qlo, int(np.ceil(s.low / s.scale + s.zero_point))), qhi)
         if s.scale and s.high is not None:
-            hi = min(qhi, int(np.floor(s.high / s.scale + s.zero_point)))
+            hi = max(min(qhi, int(np.floor(s.high / s.scale + s.zero_point))), lo)
         v = rng.integers(lo, max(lo, hi) + 1, shape)
         if s.nonzero:
             v = np.where(v == s.zero_point, np.where(s.zero_point < qhi, s.zero_point + 1, s.zero_point - 1), v)
