@@ -17,6 +17,7 @@ BUNDLED = {
     "sample-float-fast": "runtime.drivers.variants:SampleFloatFast",
     "sample-float-slow": "runtime.drivers.variants:SampleFloatSlow",
     "sample-quant": "runtime.drivers.variants:SampleQuant",
+    "sample-fixed-point": "runtime.drivers.fixed_point:SampleFixedPoint",
     "sample-minimal": "runtime.drivers.variants:SampleMinimal",
     "sample-fibonacci": "runtime.extensions.fibonacci:FibonacciDevice",
 }
