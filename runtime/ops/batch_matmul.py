@@ -44,7 +44,8 @@ import numpy as np
 from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import from_float, to_float
-from .conv import check_work
+from .conv import (GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, check_work, draft_count, draft_linked,
+                   draft_quant_start, draft_rms, draft_weights)
 
 T = OperandType
 RANKS_2_4 = (2, 3, 4)
@@ -113,6 +114,33 @@ def execute(ctx: OpContext):
     return [from_float(ctx.outputs[0], res)]
 
 
+def _generate(d) -> None:
+    """RHS of LHS's rank and batch dimensions whose contracted side (rows, or columns with
+    adj_y) equals LHS's (columns, or rows with adj_x) (AOSP ``prepare``); an unlinked LHS of
+    small batches and matrices, the output bounded; float and quantized RHS values scaled so
+    each dot product has a spread about 1 (``conv.draft_weights``), TENSOR_INT32 left in
+    [-10, 10]."""
+    adj_x, adj_y = bool(d.slot("adj_x").value), bool(d.slot("adj_y").value)
+    if not draft_linked(d):
+        rank = len(d.slots[0].dims)
+        batch = d.shape(rank - 2, budget=8)
+        m = d.dim(1, 32)
+        k = d.dim(1, 16 if d.slots[0].type == T.TENSOR_FLOAT16 else 64)
+        d.tensor(0, [*batch, *((k, m) if adj_x else (m, k))])
+    lhs = d.slots[0].dims
+    batch = lhs[:-2]
+    m, k = (lhs[-1], lhs[-2]) if adj_x else (lhs[-2], lhs[-1])
+    rows = int(np.prod(batch, dtype=np.int64)) * m
+    cap = max(1, min(GEN_OUTPUT_ELEMENTS // rows, GEN_MACS // (rows * k)))
+    want = -(-GEN_MIN_OUTPUT // rows)
+    n = draft_count(d, cap, max(32, want), want)
+    d.tensor(1, [*batch, *((n, k) if adj_y else (k, n))])
+    if d.slots[0].type != T.TENSOR_INT32:
+        spread = float(np.exp(d.uniform(np.log(0.5), np.log(3.0))))
+        draft_quant_start(d, None, spread, 0.0, rows * n)
+        draft_weights(d, 1, k, draft_rms(d, 0), spread)
+
+
 register(OperationDef(OperationType.BATCH_MATMUL, SIGNATURES, prepare, execute,
-                      summary="matrix product of each batch slice, optionally adjointing "
+                      generate=_generate, summary="matrix product of each batch slice, optionally adjointing "
                               "either operand", aosp_source="BatchMatmulExecution.cpp"))

@@ -393,17 +393,18 @@ def draft_target(d, activation: int | None) -> tuple[float, float]:
 
 
 def draft_quant_start(d, activation: int | None, spread: float, centre: float, n_out: int) -> None:
-    """Quantized output of sums with ``spread`` / ``centre`` (:func:`draft_target`) over
-    ``n_out`` elements. The generator fits an output's quantization starting from input
-    0's and settles only when that one neither saturates (> 2 % at a limit) nor collapses
-    the values (< 32 levels); else it rescales 16-fold and may oscillate. So: from the
-    expected extremes (``spread`` * about sqrt(2 ln n_out) around ``centre``, clamped by the
-    FuseCode), an unlinked input 0 gets a zero point near the middle of the type (values
-    about symmetric), or 40-56 below it when the outputs are >= 0 (RELU, RELU6: room for
-    them; inputs then a little skewed, not so much that a channel is all clamped), and the
-    scale that puts those extremes
-    mid-way (geometric mean) between both failures; a linked input 0 whose quantization
-    would not settle fixes the output's instead."""
+    """Quantizations of input 0 and output 0 of a quantized operation whose outputs are sums
+    with ``spread`` / ``centre`` (:func:`draft_target`) over ``n_out`` elements, clamped by
+    FuseCode ``activation``. Expected real range: ``spread`` * about sqrt(2 ln n_out)
+    around ``centre`` (the typical extreme of that many sums), clamped. An unlinked input 0
+    gets a zero point near the middle of its type (values about symmetric, so no output
+    channel is all clamped by a RELU) and a scale putting the expected output extremes
+    60-110 input levels from it. The output's quantization is fixed (``d.out_quant``) to
+    twice the expected range, plus a tenth of headroom so a clamped maximum (RELU1 1,
+    RELU6 6) stays below the type's maximum: the generator's own fit
+    (``random_graph.generator._fit_quant``) puts the smallest value on the type's minimum
+    and then counts the values there as saturated, so an output clamped by an activation
+    (or one of under 50 elements) ends on a 16 times coarser scale (10-15 levels)."""
     from .generation import quant_limits
     from ..types import is_quantized_type
     s0 = d.slots[0]
@@ -417,26 +418,14 @@ def draft_quant_start(d, activation: int | None, spread: float, centre: float, n
     r_hi = max(min(centre + tail, clamp_hi), 0.0)
     if r_hi - r_lo <= 0:
         r_lo, r_hi = max(clamp_lo, -1.0), min(clamp_hi, 1.0)
-    extreme = max(-r_lo, r_hi)
     lo, hi = quant_limits(s0.type)
     if not draft_linked(d):
-        if r_lo >= 0:
-            zp = (lo + hi + 1) // 2 - 48 + d.integer(-8, 8)
-        else:
-            zp = (lo + hi + 1) // 2 + d.integer(-16, 16)
-        room = min(hi - zp, zp - lo if r_lo < 0 else hi - zp)
-        # spread (r_hi - r_lo) / scale >= 32 and extreme / scale <= room: the geometric
-        # mean of both bounds, jittered
-        scale = np.sqrt((r_hi - r_lo) / 32 * extreme / room) * np.exp(d.uniform(-0.2, 0.2))
-        s0.scale, s0.zero_point = float(np.float32(scale)), zp
-        return
-    q_lo = s0.zero_point + 1.5 * r_lo / s0.scale
-    q_hi = s0.zero_point + 1.5 * r_hi / s0.scale
-    if (r_hi - r_lo) / s0.scale >= 48 and q_lo > lo and q_hi < hi:
-        return
-    r_lo, r_hi = max(2 * r_lo, clamp_lo), min(2 * r_hi, clamp_hi)
-    scale = float(np.float32((r_hi - r_lo) / (hi - lo)))
-    d.out_quant[0] = (scale, int(np.clip(round(lo - r_lo / scale), lo, hi)))
+        s0.scale = float(np.float32(max(-r_lo, r_hi) / d.uniform(60.0, 110.0)))
+        s0.zero_point = (lo + hi + 1) // 2 + d.integer(-16, 16)
+    out_lo = max(2 * r_lo, clamp_lo) if r_lo < 0 else 0.0
+    out_hi = min(2 * r_hi, clamp_hi)
+    scale = float(np.float32((out_hi - out_lo) * 1.1 / (hi - lo)))
+    d.out_quant[0] = (scale, int(np.clip(round(lo - out_lo / scale), lo, hi)))
 
 
 def draft_spatial(d, budget: int) -> tuple[int, int]:

@@ -28,9 +28,12 @@ applies to TENSOR_QUANT8_ASYMM_SIGNED (FL4).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
-from .conv import check_work
+from .conv import (GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, check_work, draft_bias, draft_count,
+                   draft_quant_start, draft_rms, draft_target, draft_weights)
 from .common import (apply_activation, bias_to_float, check_fuse_code, check_quant_bias,
                      meets_fl1_output_scale,
                      from_float, to_float)
@@ -92,7 +95,34 @@ def execute(ctx: OpContext):
     return [from_float(ctx.outputs[0], apply_activation(real, ctx.scalar(3)))]
 
 
+def _generate(d) -> None:
+    """Weights [num_units, input_size] with input_size dividing input 0's element count (its
+    last dimension, all but the first, or another divisor: AOSP ``validateShapes``), bias
+    [num_units] of scale input * weights scale and zeroPoint 0; weights scaled to the fused
+    activation's range (``conv.draft_weights``), the output bounded."""
+    dims = d.slots[0].dims
+    elements = int(np.prod(dims))
+    r = d.rng.random()
+    if r < 0.4:
+        input_size = dims[-1]
+    elif r < 0.7:
+        input_size = elements // dims[0]
+    else:
+        input_size = d.choice([k for k in range(1, elements + 1) if elements % k == 0])
+    batch = elements // input_size
+    cap = max(1, min(GEN_OUTPUT_ELEMENTS // batch, GEN_MACS // (batch * input_size)))
+    want = -(-GEN_MIN_OUTPUT // batch)
+    units = draft_count(d, cap, max(64, want), want)
+    d.tensor(1, [units, input_size])
+    d.tensor(2, [units])
+    activation = int(d.slot("activation").value)
+    spread, centre = draft_target(d, activation)
+    draft_quant_start(d, activation, spread, centre, batch * units)
+    scale = draft_weights(d, 1, input_size, draft_rms(d, 0), spread)
+    draft_bias(d, 2, spread, centre, d.slots[0].scale, scale)
+
+
 register(OperationDef(OperationType.FULLY_CONNECTED, SIGNATURES, prepare, execute,
-                      validate=validate,
+                      validate=validate, generate=_generate,
                       summary="activation(input * weights' + bias), input flattened to 2-D",
                       allows_zero_sized_input=True, aosp_source="FullyConnectedExecution.cpp"))

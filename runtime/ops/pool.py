@@ -187,6 +187,74 @@ def _executor(reduce, kind: str):
     return execute
 
 
+def _draft_extent(d, op: OperationType, activation: int, cells: int) -> float:
+    """``e`` of input values uniform in [-e, e] whose pooled values (over windows of about
+    ``cells`` in-bounds cells) straddle the FuseCode's clamp (RELU1 1, RELU6 6) instead of
+    all passing it: an average has spread about e / sqrt(3 cells), an L2 norm sits near
+    e / sqrt(3), a maximum near e (1 - 2 / (cells + 1)). Without a clamp: e in 1-16."""
+    if activation not in (2, 3):
+        lo, hi = 1.0, 16.0
+    elif op == OperationType.AVERAGE_POOL_2D:
+        lo, hi = ((0.4, 1.2) if activation == 2 else (1.5, 5.0))
+        lo, hi = lo * np.sqrt(3 * cells), hi * np.sqrt(3 * cells)
+    elif op == OperationType.L2_POOL_2D:
+        lo, hi = ((1.2, 2.2) if activation == 2 else (5.0, 12.0))
+    else:
+        lo, hi = ((0.6, 1.5) if activation == 2 else (3.5, 9.0))
+    return float(np.exp(d.uniform(np.log(lo), np.log(hi))))
+
+
+def _generate(d) -> None:
+    """Window: filter 1-5 or the whole input (global pooling), strides 1-3, explicit
+    paddings below the filter (AOSP prepare: a window never lies in the padding alone);
+    a quantized output takes input 0's scale and zeroPoint (NNAPI). An unlinked input:
+    real values in [-e, e] (:func:`_draft_extent`), quantized ones 100 levels either side
+    of a zero point near the middle (no maximum at the type's limit), channels enough for
+    32 outputs."""
+    from .conv import GEN_MIN_OUTPUT, draft_linked, draft_spatial, draft_window_axis
+    from .generation import quant_limits
+    from ..types import is_quantized_type
+    nchw = bool(d.slot("layout").value) if any(s.arg.name == "layout" for s in d.slots) else False
+    explicit = any(s.arg.name == "padding_left" for s in d.slots)
+    scheme = None if explicit else int(d.slot("padding_scheme").value)
+    activation = int(d.slot("activation").value)
+    s0 = d.slots[0]
+    quantized = is_quantized_type(s0.type)
+    linked = draft_linked(d)
+    if not linked:
+        n, c = d.dim(1, 3), d.dim(1, 16)
+        h, w = draft_spatial(d, d.max_elements // (n * c))
+        d.tensor(0, layout_dims((n, h, w, c), nchw))
+    elif quantized and activation in (2, 3):
+        lo, hi = quant_limits(s0.type)
+        clamp = 1.0 if activation == 2 else 6.0
+        if clamp / s0.scale < 16 or not lo < s0.zero_point < hi:  # the clamp would leave few levels
+            d.param("activation", d.choice([0, 1]))
+    n, h, w, c = nhwc_dims(s0.dims, nchw)
+    fh, sh, _, top, bottom, oh = draft_window_axis(d, h, scheme=scheme, whole_max=64, whole_p=0.2)
+    fw, sw, _, left, right, ow = draft_window_axis(d, w, scheme=scheme, whole_max=64, whole_p=0.2)
+    if explicit:
+        for name, v in (("padding_left", left), ("padding_right", right),
+                        ("padding_top", top), ("padding_bottom", bottom)):
+            d.param(name, v)
+    d.param("stride_width", sw)
+    d.param("stride_height", sh)
+    d.param("filter_width", fw)
+    d.param("filter_height", fh)
+    if not linked:
+        c = max(c, min(64, -(-GEN_MIN_OUTPUT // (n * oh * ow))))
+        d.tensor(0, layout_dims((n, h, w, c), nchw))
+        e = _draft_extent(d, d.opdef.type, int(d.slot("activation").value),
+                          min(fh, h) * min(fw, w))
+        s0.low, s0.high = -e, e
+        if quantized:
+            lo, hi = quant_limits(s0.type)
+            s0.zero_point = (lo + hi + 1) // 2 + d.integer(-24, 24)
+            s0.scale = float(np.float32(e / 100))
+    if quantized:
+        d.out_quant[0] = (s0.scale, s0.zero_point)
+
+
 for _op, _reduce, _kind, _types, _summary in (
         (OperationType.AVERAGE_POOL_2D, _average, "average",
          [(1, (F32, Q8)), (FL3, (F16,)), (4, (Q8S,))],
@@ -197,5 +265,5 @@ for _op, _reduce, _kind, _types, _summary in (
         (OperationType.MAX_POOL_2D, _max, "max", [(1, (F32, Q8)), (FL3, (F16,)), (4, (Q8S,))],
          "maximum of each 2-D window (NHWC or NCHW), fused activation")):
     register(OperationDef(_op, _signatures(_types), _prepare, _executor(_reduce, _kind),
-                          validate=_validate, summary=_summary, allows_zero_sized_input=True,
+                          validate=_validate, generate=_generate, summary=_summary, allows_zero_sized_input=True,
                           aosp_source="PoolingExecution.cpp"))

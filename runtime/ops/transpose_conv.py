@@ -61,8 +61,10 @@ from ..types import OperandType, OperationType, PaddingCode
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (apply_activation, check_fuse_code, from_float, from_nhwc, layout_dims,
                      nhwc_dims, to_float, to_nhwc)
-from .conv import (TYPE_ROWS_FL1, TYPE_ROWS_FL3, TYPE_ROWS_FL4, bias_real, check_filter_quant, check_work,
-                   window_conv)
+from .conv import (GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, TYPE_ROWS_FL1, TYPE_ROWS_FL3,
+                   TYPE_ROWS_FL4, bias_real, check_filter_quant, check_work, draft_bias, draft_count,
+                   draft_linked, draft_quant_start, draft_rms, draft_spatial, draft_target,
+                   draft_weights, window_conv)
 
 T = OperandType
 
@@ -187,8 +189,68 @@ def execute(ctx: OpContext):
     return [from_nhwc(from_float(ctx.outputs[0], real), nchw)]
 
 
+def _draft_axis(d, size: int, stride: int, explicit: bool, scheme: int | None):
+    """(filter, pad head, pad tail, output extent) of one axis: filter 1-5; explicit pads
+    in [0, filter) (AOSP allows a negative tail; not drawn) leaving an output > 0; implicit
+    padding: the requested output of SAME in ((size - 1) * stride, size * stride] (so the
+    computed output equals it), of VALID (size - 1) * stride + filter (pads 0)."""
+    f = d.integer(1, 5)
+    if explicit:
+        head, tail = (0 if d.coin(0.3) else d.integer(0, f - 1) for _ in range(2))
+        while (size - 1) * stride + f - head - tail < 1:
+            if head >= tail:
+                head -= 1
+            else:
+                tail -= 1
+        return f, head, tail, (size - 1) * stride + f - head - tail
+    if scheme == PaddingCode.SAME:
+        return f, 0, 0, d.integer((size - 1) * stride + 1, size * stride)
+    return f, 0, 0, (size - 1) * stride + f
+
+
+def _generate(d) -> None:
+    """Filter [depth_out, fh, fw, depth_in] and bias [depth_out] (bias scale input *
+    filter scale, zeroPoint 0; per channel on dim 0), strides 1-3, explicit pads below the
+    filter or an output shape [batches, out_h, out_w, depth_out] (layout order) consistent
+    with the padding code (AOSP prepare), the output bounded (it grows with the strides),
+    weights scaled to the fused activation's range (see conv.draft_weights)."""
+    nchw = bool(d.slot("layout").value)
+    explicit = any(s.arg.name == "padding_left" for s in d.slots)
+    scheme = None if explicit else int(d.slot("padding_scheme").value)
+    activation = int(d.slot("activation").value)
+    if not draft_linked(d):
+        n, c = d.dim(1, 2), d.dim(1, 8)
+        h, w = draft_spatial(d, min(d.max_elements // (n * c), 256))
+        d.tensor(0, layout_dims((n, h, w, c), nchw))
+    n, h, w, cin = nhwc_dims(d.slots[0].dims, nchw)
+    sh, sw = (1 if d.coin(0.4) else d.integer(2, 3) for _ in range(2))
+    if n * h * w * sh * sw > GEN_OUTPUT_ELEMENTS:  # a large linked input: no upsampling
+        sh = sw = 1
+    fh, top, bottom, oh = _draft_axis(d, h, sh, explicit, scheme)
+    fw, left, right, ow = _draft_axis(d, w, sw, explicit, scheme)
+    positions = n * oh * ow
+    cap = max(1, min(GEN_OUTPUT_ELEMENTS // positions, GEN_MACS // max(1, positions * fh * fw * cin)))
+    want = -(-GEN_MIN_OUTPUT // positions)
+    depth_out = draft_count(d, cap, max(8, want), want)
+    if explicit:
+        for name, v in (("padding_left", left), ("padding_right", right),
+                        ("padding_top", top), ("padding_bottom", bottom)):
+            d.param(name, v)
+    else:
+        d.param("output_shape", np.array(layout_dims((n, oh, ow, depth_out), nchw), np.int32))
+    d.param("stride_width", sw)
+    d.param("stride_height", sh)
+    d.tensor(1, [depth_out, fh, fw, cin])
+    d.tensor(2, [depth_out])
+    spread, centre = draft_target(d, activation)
+    draft_quant_start(d, activation, spread, centre, positions * depth_out)
+    taps = max(1.0, min(fh, h * sh) / sh) * max(1.0, min(fw, w * sw) / sw)  # input cells per output
+    scales = draft_weights(d, 1, taps * cin, draft_rms(d, 0), spread, 0)
+    draft_bias(d, 2, spread, centre, d.slots[0].scale, scales)
+
+
 register(OperationDef(OperationType.TRANSPOSE_CONV_2D, _signatures(), prepare, execute,
-                      validate=validate,
+                      validate=validate, generate=_generate,
                       summary="transposed 2-D convolution (NHWC or NCHW) with bias and fused "
                               "activation; explicit padding or an output shape",
                       allows_zero_sized_input=True, aosp_source="TransposeConv2DExecution.cpp"))
