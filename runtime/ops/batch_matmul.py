@@ -44,8 +44,8 @@ import numpy as np
 from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import from_float, to_float
-from .conv import (GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, check_work, draft_count, draft_linked,
-                   draft_quant_start, draft_rms, draft_weights)
+from .conv import (GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, check_work, draft_count,
+                   draft_linked, draft_quantization, draft_rms, draft_weights)
 
 T = OperandType
 RANKS_2_4 = (2, 3, 4)
@@ -115,11 +115,9 @@ def execute(ctx: OpContext):
 
 
 def _generate(d) -> None:
-    """RHS of LHS's rank and batch dimensions whose contracted side (rows, or columns with
-    adj_y) equals LHS's (columns, or rows with adj_x) (AOSP ``prepare``); an unlinked LHS of
-    small batches and matrices, the output bounded; float and quantized RHS values scaled so
-    each dot product has a spread about 1 (``conv.draft_weights``), TENSOR_INT32 left in
-    [-10, 10]."""
+    """RHS of LHS's rank and batch dimensions, its contracted side (by adj_y) equal to
+    LHS's (by adj_x) (AOSP ``prepare``); float and quantized RHS scaled so each dot product
+    spreads 0.5-3 (``conv.draft_weights``)."""
     adj_x, adj_y = bool(d.slot("adj_x").value), bool(d.slot("adj_y").value)
     if not draft_linked(d):
         rank = len(d.slots[0].dims)
@@ -137,10 +135,11 @@ def _generate(d) -> None:
     d.tensor(1, [*batch, *((n, k) if adj_y else (k, n))])
     if d.slots[0].type != T.TENSOR_INT32:
         spread = float(np.exp(d.uniform(np.log(0.5), np.log(3.0))))
-        draft_quant_start(d, None, spread, 0.0, rows * n)
+        draft_quantization(d, None, spread, 0.0, rows * n)
         draft_weights(d, 1, k, draft_rms(d, 0), spread)
 
 
 register(OperationDef(OperationType.BATCH_MATMUL, SIGNATURES, prepare, execute,
-                      generate=_generate, summary="matrix product of each batch slice, optionally adjointing "
+                      generate=_generate,
+                      summary="matrix product of each batch slice, optionally adjointing "
                               "either operand", aosp_source="BatchMatmulExecution.cpp"))

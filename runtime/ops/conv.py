@@ -86,11 +86,12 @@ from typing import Callable
 
 import numpy as np
 
-from ..types import OperandType, OperationType
+from ..types import OperandType, OperationType, is_quantized_type
 from .base import OpContext, OperandView, OperationDef, check, register, scalar, sig, tensor
 from .common import (Window2D, apply_activation, bias_to_float, check_fuse_code,
                      check_quant_bias, from_float, from_nhwc, layout_dims, meets_fl1_output_scale,
                      nhwc_dims, read_window, to_float, to_nhwc, window_args)
+from .generation import FLOAT_RANGE, INT_RANGE, quant_limits
 
 T = OperandType
 F32, F16, Q8, I32 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSOR_INT32
@@ -361,10 +362,9 @@ def draft_linked(d) -> bool:
 def draft_rms(d, k: int = 0) -> float:
     """Root mean square of the real values slot ``k`` will hold: the linked operand's
     (input 0), else that of a uniform fill of the slot's range (generation.fill)."""
-    from .generation import FLOAT_RANGE, INT_RANGE, quant_limits
-    from ..types import is_quantized_type
     s = d.slots[k]
-    if k == 0 and draft_linked(d) and (s.scale, s.zero_point) == (d.primary.scale, d.primary.zero_point):
+    if k == 0 and draft_linked(d) and \
+            (s.scale, s.zero_point) == (d.primary.scale, d.primary.zero_point):
         v = np.asarray(d.primary.value, np.float64)
         if is_quantized_type(s.type):
             v = (v - s.zero_point) * s.scale
@@ -392,25 +392,23 @@ def draft_target(d, activation: int | None) -> tuple[float, float]:
     return spread, (d.uniform(0.0, 0.5) if activation == 1 else d.uniform(-0.5, 0.5)) * spread
 
 
-def draft_quant_start(d, activation: int | None, spread: float, centre: float, n_out: int) -> None:
-    """Quantizations of input 0 and output 0 of a quantized operation whose outputs are sums
-    with ``spread`` / ``centre`` (:func:`draft_target`) over ``n_out`` elements, clamped by
-    FuseCode ``activation``. Expected real range: ``spread`` * about sqrt(2 ln n_out)
-    around ``centre`` (the typical extreme of that many sums), clamped. An unlinked input 0
-    gets a zero point near the middle of its type (values about symmetric, so no output
-    channel is all clamped by a RELU) and a scale putting the expected output extremes
-    60-110 input levels from it. The output's quantization is fixed (``d.out_quant``) to
-    twice the expected range, plus a tenth of headroom so a clamped maximum (RELU1 1,
-    RELU6 6) stays below the type's maximum: the generator's own fit
-    (``random_graph.generator._fit_quant``) puts the smallest value on the type's minimum
-    and then counts the values there as saturated, so an output clamped by an activation
-    (or one of under 50 elements) ends on a 16 times coarser scale (10-15 levels)."""
-    from .generation import quant_limits
-    from ..types import is_quantized_type
+def draft_quantization(d, activation: int | None, spread: float, centre: float,
+                       n_out: int) -> None:
+    """Quantizations of input 0 and output 0 of a quantized operation whose ``n_out``
+    outputs are sums with ``spread`` / ``centre`` (:func:`draft_target`), then FuseCode
+    ``activation``. Expected range: ``centre`` +- ``spread`` * (sqrt(2 ln n_out) - 0.5), the
+    typical extreme of that many sums, clamped. An unlinked input 0: zero point near the
+    type's middle (values about symmetric: no output channel all clamped by a RELU).
+    Output: fixed (``d.out_quant``) to twice that range plus a tenth of headroom (a
+    clamped maximum, RELU1 1 or RELU6 6, stays below the type's maximum), because the
+    generator's fit (``random_graph.generator._fit_quant``) puts the smallest value on the
+    type's minimum, then counts the values there as saturated: outputs clamped by an
+    activation (or of under 50 elements) end on a 16 times coarser scale (10-15 levels)."""
     s0 = d.slots[0]
     if not is_quantized_type(s0.type):
         return
-    clamp_lo, clamp_hi = {1: (0.0, np.inf), 2: (-1.0, 1.0), 3: (0.0, 6.0)}.get(activation, (-np.inf, np.inf))
+    clamp_lo, clamp_hi = {1: (0.0, np.inf), 2: (-1.0, 1.0), 3: (0.0, 6.0)}.get(
+        activation, (-np.inf, np.inf))
     if clamp_lo == 0:
         n_out //= 2  # about half of them are clamped to 0
     tail = spread * max(1.0, float(np.sqrt(2 * np.log(max(n_out, 2)))) - 0.5)
@@ -446,8 +444,6 @@ def draft_weights(d, k: int, fan_in: float, rms_in: float, spread: float,
     middle half of the type, the scale spanning at least half the stored range; per-channel
     (TENSOR_QUANT8_SYMM_PER_CHANNEL on ``channel_dim``): one scale per channel around the
     same magnitude. Returns the filter scale (per tensor) or the tuple of channel scales."""
-    from .generation import quant_limits
-    from ..types import is_quantized_type
     s = d.slots[k]
     a = spread * np.sqrt(3.0) / (np.sqrt(max(fan_in, 1.0)) * max(rms_in, 1e-6))
     if s.type == PER_CHANNEL:
@@ -496,11 +492,10 @@ def draft_window_axis(d, size: int, filter_size: int | None = None, *, dilation:
                       whole_p: float = 0.15) -> tuple[int, int, int, int, int, int]:
     """One axis of a 2-D window over an input extent ``size``: (filter, stride, dilation,
     pad head, pad tail, output extent). Filter 1..``max_filter`` or, sometimes, the whole
-    extent (up to ``whole_max``); stride and dilation 1, sometimes 2..3 (dilation only
-    when the dilated window fits in the input, else it may read padding alone). Explicit padding
-    (``scheme`` None): each pad in [0, effective filter extent) with the padded input at
-    least one extent long (AOSP ``prepare``); VALID: the extent fits in the input; SAME:
-    any."""
+    extent (up to ``whole_max``); stride and dilation 1, sometimes 2..3 (dilation only if
+    the dilated window fits in the input, else it may read padding alone). Explicit
+    padding (``scheme`` None): each pad in [0, dilated filter extent), the padded input at
+    least one extent long (AOSP ``prepare``); VALID: the extent fits in the input."""
     f = filter_size
     if f is None:
         f = size if size <= whole_max and d.coin(whole_p) else d.integer(1, max_filter)
@@ -540,11 +535,9 @@ def _has(d, name: str) -> bool:
 
 def _generate_conv(kind: str):
     def generate(d) -> None:
-        """Filter [depth_out, fh, fw, depth_in / groups] (DEPTHWISE_CONV_2D [1, fh, fw,
-        depth_in * multiplier]), bias [depth_out] of scale input * filter scale (zeroPoint
-        0; per channel on dim 0, DEPTHWISE 3), window (filter 1-5 or the whole input,
-        strides and dilations 1-3, paddings below the dilated filter, NNAPI/AOSP prepare)
-        and weights scaled so the sums straddle the fused activation's range."""
+        """Filter [depth_out, fh, fw, depth_in / groups] (DEPTHWISE: [1, fh, fw, depth_in *
+        multiplier]), bias [depth_out] of scale input * filter scale, zeroPoint 0 (NNAPI);
+        window per AOSP prepare; weights scaled so the sums straddle the activation's clamp."""
         nchw = bool(d.slot("layout").value) if _has(d, "layout") else False
         explicit = _has(d, "padding_left")
         scheme = None if explicit else int(d.slot("padding_scheme").value)
@@ -575,16 +568,19 @@ def _generate_conv(kind: str):
             d.param("dilation_height", dh)
         positions = n * oh * ow
         depth_group = cin // groups if kind != DEPTHWISE else 1
-        cap = max(1, min(GEN_OUTPUT_ELEMENTS // positions, GEN_MACS // max(1, positions * fh * fw * depth_group)))
+        cap = max(1, min(GEN_OUTPUT_ELEMENTS // positions,
+                         GEN_MACS // max(1, positions * fh * fw * depth_group)))
         want = -(-GEN_MIN_OUTPUT // positions)
         if kind == DEPTHWISE:
-            mult = draft_count(d, cap // cin, max(3, -(-want // cin)), -(-want // cin))
+            per_channel = -(-want // cin)
+            mult = draft_count(d, cap // cin, max(3, per_channel), per_channel)
             d.param("depth_multiplier", mult)
             depth_out = cin * mult
             filter_dims = [1, fh, fw, depth_out]
         elif kind == GROUPED:
             d.param("num_groups", groups)
-            depth_out = groups * draft_count(d, cap // groups, max(4, -(-want // groups)), -(-want // groups))
+            per_group = -(-want // groups)
+            depth_out = groups * draft_count(d, cap // groups, max(4, per_group), per_group)
             filter_dims = [depth_out, fh, fw, depth_group]
         else:
             depth_out = draft_count(d, cap, max(16, want), want)
@@ -592,7 +588,7 @@ def _generate_conv(kind: str):
         d.tensor(1, filter_dims)
         d.tensor(2, [depth_out])
         spread, centre = draft_target(d, activation)
-        draft_quant_start(d, activation, spread, centre, positions * depth_out)
+        draft_quantization(d, activation, spread, centre, positions * depth_out)
         taps = min(fh, -(-h // dh)) * min(fw, -(-w // dw))  # filter cells that can hit the input
         scales = draft_weights(d, 1, taps * depth_group, draft_rms(d, 0), spread,
                                3 if kind == DEPTHWISE else 0)
@@ -651,7 +647,8 @@ for _op, _kind, _sigs, _summary in (
          "2-D convolution in channel groups (NHWC or NCHW) with bias and fused activation")):
     _prepare, _execute = _kernel(_kind)
     register(OperationDef(_op, _sigs, _prepare, _execute, validate=_validator(_kind),
-                          generate=_generate_conv(_kind), summary=_summary, allows_zero_sized_input=_kind != GROUPED,
+                          generate=_generate_conv(_kind), summary=_summary,
+                          allows_zero_sized_input=_kind != GROUPED,
                           aosp_source={CONV: "Conv2DExecution.cpp",
                                        DEPTHWISE: "DepthwiseConv2DExecution.cpp"}.get(
                                            _kind, "CpuExecutor.cpp")))

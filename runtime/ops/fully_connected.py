@@ -32,8 +32,8 @@ import numpy as np
 
 from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
-from .conv import (GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, check_work, draft_bias, draft_count,
-                   draft_quant_start, draft_rms, draft_target, draft_weights)
+from .conv import (GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, check_work, draft_bias,
+                   draft_count, draft_quantization, draft_rms, draft_target, draft_weights)
 from .common import (apply_activation, bias_to_float, check_fuse_code, check_quant_bias,
                      meets_fl1_output_scale,
                      from_float, to_float)
@@ -96,10 +96,9 @@ def execute(ctx: OpContext):
 
 
 def _generate(d) -> None:
-    """Weights [num_units, input_size] with input_size dividing input 0's element count (its
-    last dimension, all but the first, or another divisor: AOSP ``validateShapes``), bias
-    [num_units] of scale input * weights scale and zeroPoint 0; weights scaled to the fused
-    activation's range (``conv.draft_weights``), the output bounded."""
+    """Weights [num_units, input_size], input_size dividing input 0's element count (AOSP
+    ``validateShapes``); bias [num_units] of scale input * weights scale, zeroPoint 0
+    (NNAPI); weights scaled to the activation's clamp (``conv.draft_weights``)."""
     dims = d.slots[0].dims
     elements = int(np.prod(dims))
     r = d.rng.random()
@@ -117,7 +116,7 @@ def _generate(d) -> None:
     d.tensor(2, [units])
     activation = int(d.slot("activation").value)
     spread, centre = draft_target(d, activation)
-    draft_quant_start(d, activation, spread, centre, batch * units)
+    draft_quantization(d, activation, spread, centre, batch * units)
     scale = draft_weights(d, 1, input_size, draft_rms(d, 0), spread)
     draft_bias(d, 2, spread, centre, d.slots[0].scale, scale)
 

@@ -33,11 +33,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..types import OperandType, OperationType
+from ..types import OperandType, OperationType, is_quantized_type
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (Window2D, apply_activation, check_fuse_code, check_same_quant, from_float,
                      from_nhwc, layout_dims, layout_flag, nhwc_dims, read_window,
                      sliding_windows, to_float, to_nhwc, window_args)
+from .conv import GEN_MIN_OUTPUT, draft_linked, draft_spatial, draft_window_axis
+from .generation import quant_limits
 
 T = OperandType
 F32, Q8, Q8S = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
@@ -205,15 +207,9 @@ def _draft_extent(d, op: OperationType, activation: int, cells: int) -> float:
 
 
 def _generate(d) -> None:
-    """Window: filter 1-5 or the whole input (global pooling), strides 1-3, explicit
-    paddings below the filter (AOSP prepare: a window never lies in the padding alone);
-    a quantized output takes input 0's scale and zeroPoint (NNAPI). An unlinked input:
-    real values in [-e, e] (:func:`_draft_extent`), quantized ones 100 levels either side
-    of a zero point near the middle (no maximum at the type's limit), channels enough for
-    32 outputs."""
-    from .conv import GEN_MIN_OUTPUT, draft_linked, draft_spatial, draft_window_axis
-    from .generation import quant_limits
-    from ..types import is_quantized_type
+    """Window: filter 1-5 or the whole input, paddings below the filter (AOSP prepare); a
+    quantized output keeps input 0's scale and zeroPoint (NNAPI); an unlinked input's values
+    straddle the activation's clamp (:func:`_draft_extent`), never at the type's limits."""
     nchw = bool(d.slot("layout").value) if any(s.arg.name == "layout" for s in d.slots) else False
     explicit = any(s.arg.name == "padding_left" for s in d.slots)
     scheme = None if explicit else int(d.slot("padding_scheme").value)
@@ -265,5 +261,6 @@ for _op, _reduce, _kind, _types, _summary in (
         (OperationType.MAX_POOL_2D, _max, "max", [(1, (F32, Q8)), (FL3, (F16,)), (4, (Q8S,))],
          "maximum of each 2-D window (NHWC or NCHW), fused activation")):
     register(OperationDef(_op, _signatures(_types), _prepare, _executor(_reduce, _kind),
-                          validate=_validate, generate=_generate, summary=_summary, allows_zero_sized_input=True,
+                          validate=_validate, generate=_generate, summary=_summary,
+                          allows_zero_sized_input=True,
                           aosp_source="PoolingExecution.cpp"))

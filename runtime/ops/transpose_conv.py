@@ -62,9 +62,9 @@ from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (apply_activation, check_fuse_code, from_float, from_nhwc, layout_dims,
                      nhwc_dims, to_float, to_nhwc)
 from .conv import (GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, TYPE_ROWS_FL1, TYPE_ROWS_FL3,
-                   TYPE_ROWS_FL4, bias_real, check_filter_quant, check_work, draft_bias, draft_count,
-                   draft_linked, draft_quant_start, draft_rms, draft_spatial, draft_target,
-                   draft_weights, window_conv)
+                   TYPE_ROWS_FL4, bias_real, check_filter_quant, check_work, draft_bias,
+                   draft_count, draft_linked, draft_quantization, draft_rms, draft_spatial,
+                   draft_target, draft_weights, window_conv)
 
 T = OperandType
 
@@ -209,11 +209,9 @@ def _draft_axis(d, size: int, stride: int, explicit: bool, scheme: int | None):
 
 
 def _generate(d) -> None:
-    """Filter [depth_out, fh, fw, depth_in] and bias [depth_out] (bias scale input *
-    filter scale, zeroPoint 0; per channel on dim 0), strides 1-3, explicit pads below the
-    filter or an output shape [batches, out_h, out_w, depth_out] (layout order) consistent
-    with the padding code (AOSP prepare), the output bounded (it grows with the strides),
-    weights scaled to the fused activation's range (see conv.draft_weights)."""
+    """Filter [depth_out, fh, fw, depth_in], bias [depth_out] of scale input * filter
+    scale, zeroPoint 0 (NNAPI); explicit pads below the filter or an output_shape the padding
+    code reproduces (AOSP prepare); weights scaled to the activation's clamp."""
     nchw = bool(d.slot("layout").value)
     explicit = any(s.arg.name == "padding_left" for s in d.slots)
     scheme = None if explicit else int(d.slot("padding_scheme").value)
@@ -229,7 +227,8 @@ def _generate(d) -> None:
     fh, top, bottom, oh = _draft_axis(d, h, sh, explicit, scheme)
     fw, left, right, ow = _draft_axis(d, w, sw, explicit, scheme)
     positions = n * oh * ow
-    cap = max(1, min(GEN_OUTPUT_ELEMENTS // positions, GEN_MACS // max(1, positions * fh * fw * cin)))
+    cap = max(1, min(GEN_OUTPUT_ELEMENTS // positions,
+                     GEN_MACS // max(1, positions * fh * fw * cin)))
     want = -(-GEN_MIN_OUTPUT // positions)
     depth_out = draft_count(d, cap, max(8, want), want)
     if explicit:
@@ -243,7 +242,7 @@ def _generate(d) -> None:
     d.tensor(1, [depth_out, fh, fw, cin])
     d.tensor(2, [depth_out])
     spread, centre = draft_target(d, activation)
-    draft_quant_start(d, activation, spread, centre, positions * depth_out)
+    draft_quantization(d, activation, spread, centre, positions * depth_out)
     taps = max(1.0, min(fh, h * sh) / sh) * max(1.0, min(fw, w * sw) / sw)  # input cells per output
     scales = draft_weights(d, 1, taps * cin, draft_rms(d, 0), spread, 0)
     draft_bias(d, 2, spread, centre, d.slots[0].scale, scales)
