@@ -187,7 +187,9 @@ def _fit_quant(t: T, q: np.ndarray, scale: float, zp: int, rng) -> tuple[float, 
         new_scale = max(abs(rmin), abs(rmax)) * widen / hi
         return float(np.float32(new_scale)), 0, True
     new_scale = (rmax - rmin) * widen / (hi - lo)
-    new_zp = int(np.clip(round(lo - rmin / new_scale), lo, hi))
+    # the values' range centred in the type's, the widening shared by both ends (so the
+    # smallest value is not taken for a saturated one at the next round)
+    new_zp = int(np.clip(round((lo + hi) / 2 - (rmin + rmax) / 2 / new_scale), lo, hi))
     return float(np.float32(new_scale)), new_zp, True
 
 

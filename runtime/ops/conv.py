@@ -399,11 +399,8 @@ def draft_quantization(d, activation: int | None, spread: float, centre: float,
     ``activation``. Expected range: ``centre`` +- ``spread`` * (sqrt(2 ln n_out) - 0.5), the
     typical extreme of that many sums, clamped. An unlinked input 0: zero point near the
     type's middle (values about symmetric: no output channel all clamped by a RELU).
-    Output: fixed (``d.out_quant``) to twice that range plus a tenth of headroom (a
-    clamped maximum, RELU1 1 or RELU6 6, stays below the type's maximum), because the
-    generator's fit (``random_graph.generator._fit_quant``) puts the smallest value on the
-    type's minimum, then counts the values there as saturated: outputs clamped by an
-    activation (or of under 50 elements) end on a 16 times coarser scale (10-15 levels)."""
+    The output's quantization is left to the generator, which fits it to the computed
+    values."""
     s0 = d.slots[0]
     if not is_quantized_type(s0.type):
         return
@@ -420,10 +417,6 @@ def draft_quantization(d, activation: int | None, spread: float, centre: float,
     if not draft_linked(d):
         s0.scale = float(np.float32(max(-r_lo, r_hi) / d.uniform(60.0, 110.0)))
         s0.zero_point = (lo + hi + 1) // 2 + d.integer(-16, 16)
-    out_lo = max(2 * r_lo, clamp_lo) if r_lo < 0 else 0.0
-    out_hi = min(2 * r_hi, clamp_hi)
-    scale = float(np.float32((out_hi - out_lo) * 1.1 / (hi - lo)))
-    d.out_quant[0] = (scale, int(np.clip(round(lo - out_lo / scale), lo, hi)))
 
 
 def draft_spatial(d, budget: int) -> tuple[int, int]:
