@@ -14,6 +14,12 @@ flag. For comparison it measures a driver whose every quantized CONV_2D output i
 quantum high (``tests.broken_drivers.QuantConvOneHigh``) over the single-CONV_2D quantized
 configurations: the bound must sit between the two.
 
+Reading the figures: expected outputs are the reference executor's, so ``sample`` (the
+reference kernels) measures exactly 0; partitioned runs give every operation whose first
+input is 8-bit asymmetric quantized to ``sample-quant`` (its capabilities beat the
+driver's 1.0), so a driver's partitioned figures show how its float work and the reference's
+quantized work combine, not its own quantized kernels.
+
 Default configurations: every ``single-*`` whose signature's input 0 is quantized, and
 ``small-`` / ``large-TENSOR_QUANT8_ASYMM(_SIGNED)-rank*``. A configuration whose graph cannot
 be generated (``GenerationError``) is counted and reported, never fatal.
