@@ -240,16 +240,22 @@ class AccuracyCriteria:
 #: The tighter bound on the mean error (|bias|, in quanta) of a quantized output. AOSP's
 #: quantized bias bounds (0.1 strict, 1.2 medium, 1.5 relaxed and convolution, 2 for
 #: graphs) let a driver whose every output is one quantum high pass every criterion but
-#: the strict one. Measured (random_graph/calibrate.py, closing note of issue 10): correct
-#: implementations (the reference, the sample variants, integer fixed-point
-#: requantization) stay well inside it over 50 seeds per configuration.
+#: the strict one. Measured with ``python -m random_graph.calibrate --seeds 50`` (268
+#: quantized configurations, 13,400 graphs): the reference and the sample variants 0;
+#: ``sample-fixed-point`` (TFLite's integer requantization) at most 0.21 on single
+#: operations (99th percentile 0.03-0.04), 0.07 on 5-operation graphs, 0.52 on
+#: 40-operation graphs (a rounding difference early in a long chain spreads; 99th
+#: percentile 0.06), hence :data:`LARGE_GRAPH_MEAN_ERROR_BOUND` there. A CONV_2D one quantum
+#: high measures 0.98 to 1.0 on every one of its 1,200 outputs.
 QUANT_MEAN_ERROR_BOUND = 0.5
+#: The mean-error bound of 40-operation graphs (half AOSP's large-graph bias bound of 2).
+LARGE_GRAPH_MEAN_ERROR_BOUND = 1.0
 #: AOSP judges bias and MSE only over outputs with at least this many judged elements.
 MIN_ELEMENTS_FOR_AGGREGATES = 10
 
 
-def _q(bias, mse, atol):
-    return Criterion(atol, 0.0, bias, mse, QUANT_MEAN_ERROR_BOUND)
+def _q(bias, mse, atol, mean_error=QUANT_MEAN_ERROR_BOUND):
+    return Criterion(atol, 0.0, bias, mse, mean_error)
 
 
 def _f(bias, mse, atol, rtol):
@@ -269,7 +275,8 @@ CONVOLUTION = AccuracyCriteria("convolution", _f(4e-4, 1e-5, 2e-2, 2e-2), _f(5e-
 SMALL_GRAPH = AccuracyCriteria("small graph", _f(4e-4, 1e-5, 1e-2, 1e-2), _f(5e-2, 1e-2, 1.0, 1.0), _INT32,
                                _q(2, 2, 12), _q(2, 2, 12))
 LARGE_GRAPH = AccuracyCriteria("large graph", _f(1e-2, 1e-4, 1e-1, 1e-1), _f(1e-1, 5e-2, 1.0, 1.0), _INT32,
-                               _q(2, 2, 12), _q(2, 2, 12))
+                               _q(2, 2, 12, LARGE_GRAPH_MEAN_ERROR_BOUND),
+                               _q(2, 2, 12, LARGE_GRAPH_MEAN_ERROR_BOUND))
 CRITERIA = {c.name: c for c in (STRICT, MEDIUM, RELAXED, CONVOLUTION, SMALL_GRAPH, LARGE_GRAPH)}
 
 #: AOSP TestRandomGraph's criteria set of each single-operation test (by operation name;
