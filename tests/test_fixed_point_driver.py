@@ -16,52 +16,21 @@ from runtime.drivers.fixed_point import (FIXED_POINT_OPERATIONS, SampleFixedPoin
                                          fixed_point_table, multiply_by_quantized_multiplier,
                                          quantize_multiplier, rounding_divide_by_pot,
                                          saturating_rounding_doubling_high_mul)
-from runtime.nnapi import Compilation, Device, Execution, Model, get_devices
+from runtime.nnapi import Device
 from runtime.ops import REGISTRY
 from runtime.ops.base import OpContext
 from runtime.testing.test_model import corpus_files, iter_corpus
-from runtime.types import FuseCode, OperandType as T, OperationType as O, operand_dtype
-from tests.util import act, const, flag, i32, inp, out, view
+from runtime.types import FuseCode, OperandType as T, OperationType as O
+from tests.util import act, const, flag, i32, inp, out, run_op, view
 
 Q8, Q8S, PC, I32 = (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED,
                     T.TENSOR_QUANT8_SYMM_PER_CHANNEL, T.TENSOR_INT32)
 CORPUS = Path(__file__).resolve().parents[1] / "cts" / "corpus"
 
 
-def run_on(driver: str, op, inputs, outputs):
-    """One operation through the front end on bundled driver ``driver`` (operand tuples of
-    ``tests.util``); returns the output arrays."""
-    model = Model()
-    ins, feeds = [], []
-    for t, dims, value, *q in inputs:
-        scale, zp, channel_quant = tuple(q) + (0.0, 0, None)[len(q):]
-        i = model.add_operand(t, dims, scale, zp)
-        if channel_quant is not None:
-            model.set_operand_symm_per_channel_quant_params(i, *channel_quant)
-        if isinstance(value, tuple) and value[0] == "input":
-            feeds.append((i, value[1]))
-        else:
-            model.set_operand_value(i, np.asarray(value, operand_dtype(t)))
-        ins.append(i)
-    outs = [model.add_operand(t, dims, *q) for t, dims, *q in outputs]
-    model.add_operation(op, ins, outs)
-    model.identify_inputs_and_outputs([i for i, _ in feeds], outs)
-    model.finish()
-    compilation = Compilation.create_for_devices(model, get_devices([driver]))
-    compilation.finish()
-    execution = Execution(compilation)
-    for j, (_, value) in enumerate(feeds):
-        execution.set_input(j, value)
-    results = [np.zeros(dims, operand_dtype(t)) for t, dims, *_ in outputs]
-    for j, r in enumerate(results):
-        execution.set_output(j, r)
-    execution.compute()
-    return results
-
-
 def both(op, inputs, outputs):
     """(fixed-point result, reference result) of output 0, as int lists."""
-    return tuple(run_on(d, op, inputs, outputs)[0].reshape(-1).astype(int).tolist()
+    return tuple(run_op(op, inputs, outputs, d)[0].reshape(-1).astype(int).tolist()
                  for d in ("sample-fixed-point", "sample"))
 
 
@@ -232,7 +201,7 @@ def test_bundled_and_replaces_only_the_quantized_kernels():
     inputs = [inp(T.TENSOR_FLOAT32, np.array([[1.0, 2.0, 3.0]], np.float32)),
               const(T.TENSOR_FLOAT32, np.array([[0.5, 0.25, 0.125]], np.float32)),
               const(T.TENSOR_FLOAT32, np.array([0.1], np.float32)), act()]
-    fixed, reference = (run_on(d, O.FULLY_CONNECTED, inputs, [out(T.TENSOR_FLOAT32, [1, 1])])[0]
+    fixed, reference = (run_op(O.FULLY_CONNECTED, inputs, [out(T.TENSOR_FLOAT32, [1, 1])], d)[0]
                         for d in ("sample-fixed-point", "sample"))
     assert fixed.tolist() == reference.tolist()
 

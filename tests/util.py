@@ -80,8 +80,9 @@ def out(t, dims, scale=0.0, zp=0):
 
 # --- runners ---------------------------------------------------------------------------------
 
-def run_op(op, inputs, outputs):
-    """Run one operation on the sample driver through the front end.
+def run_op(op, inputs, outputs, driver: str = "sample"):
+    """Run one operation on bundled driver ``driver`` (default the sample driver) through
+    the front end.
 
     ``inputs``: list of ``(type, dims, value[, scale, zero_point[, channel_quant]])`` (see the
     module docstring: ``value`` a constant, ``("input", array)`` or ``OMIT``).
@@ -105,7 +106,7 @@ def run_op(op, inputs, outputs):
     model.add_operation(op, ins, outs)
     model.identify_inputs_and_outputs([i for i, _ in feeds], outs)
     model.finish()
-    compilation = Compilation.create_for_devices(model, get_devices(["sample"]))
+    compilation = Compilation.create_for_devices(model, get_devices([driver]))
     compilation.finish()
     execution = Execution(compilation)
     for j, (_, value) in enumerate(feeds):
