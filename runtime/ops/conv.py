@@ -480,6 +480,16 @@ def draft_bias(d, k: int, spread: float, centre: float, input_scale: float, filt
     s.high = float(np.clip(np.ceil(hi / unit), -bound, bound))
 
 
+def param_window(d, explicit: bool, pads: tuple[int, int, int, int], strides: tuple[int, int]) -> None:
+    """Set the window parameters of a convolution or pooling draft: explicit paddings
+    (left, right, top, bottom) when the signature has them, and strides (width, height)."""
+    if explicit:
+        for name, v in zip(("padding_left", "padding_right", "padding_top", "padding_bottom"), pads):
+            d.param(name, v)
+    d.param("stride_width", strides[0])
+    d.param("stride_height", strides[1])
+
+
 def draft_window_axis(d, size: int, filter_size: int | None = None, *, dilation: bool = False,
                       scheme: int | None = None, max_filter: int = 5, whole_max: int = 12,
                       whole_p: float = 0.15) -> tuple[int, int, int, int, int, int]:
@@ -550,12 +560,7 @@ def _generate_conv(kind: str):
         dil = _has(d, "dilation_width")
         fh, sh, dh, top, bottom, oh = draft_window_axis(d, h, dilation=dil, scheme=scheme)
         fw, sw, dw, left, right, ow = draft_window_axis(d, w, dilation=dil, scheme=scheme)
-        if explicit:
-            for name, v in (("padding_left", left), ("padding_right", right),
-                            ("padding_top", top), ("padding_bottom", bottom)):
-                d.param(name, v)
-        d.param("stride_width", sw)
-        d.param("stride_height", sh)
+        param_window(d, explicit, (left, right, top, bottom), (sw, sh))
         if dil:
             d.param("dilation_width", dw)
             d.param("dilation_height", dh)

@@ -38,7 +38,7 @@ from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (Window2D, apply_activation, check_fuse_code, check_same_quant, from_float,
                      from_nhwc, layout_dims, layout_flag, nhwc_dims, read_window,
                      sliding_windows, to_float, to_nhwc, window_args)
-from .conv import GEN_MIN_OUTPUT, draft_linked, draft_spatial, draft_window_axis
+from .conv import GEN_MIN_OUTPUT, draft_linked, draft_spatial, draft_window_axis, param_window
 from .generation import quant_limits
 
 T = OperandType
@@ -229,12 +229,7 @@ def _generate(d) -> None:
     n, h, w, c = nhwc_dims(s0.dims, nchw)
     fh, sh, _, top, bottom, oh = draft_window_axis(d, h, scheme=scheme, whole_max=64, whole_p=0.2)
     fw, sw, _, left, right, ow = draft_window_axis(d, w, scheme=scheme, whole_max=64, whole_p=0.2)
-    if explicit:
-        for name, v in (("padding_left", left), ("padding_right", right),
-                        ("padding_top", top), ("padding_bottom", bottom)):
-            d.param(name, v)
-    d.param("stride_width", sw)
-    d.param("stride_height", sh)
+    param_window(d, explicit, (left, right, top, bottom), (sw, sh))
     d.param("filter_width", fw)
     d.param("filter_height", fh)
     if not linked:
