@@ -1,0 +1,355 @@
+"""Latency and compilation-time benchmark of an imported model: the NNAPI driver (through
+the front end, via :mod:`mlts.execute`) beside ai-edge-litert (:mod:`mlts.litert`, in a
+subprocess), 1 thread each, in one run.
+
+Method (MLPerf LoadGen, single-stream scenario, ``mlperf::TestSettings``): ``warmup``
+queries are run and discarded, then queries are issued one after the other until BOTH
+``min_duration_s`` and ``min_iterations`` are reached; ``max_duration_s`` (LoadGen's
+``max_duration_ms``) stops a slow model once ``min_iterations`` are done. One query = set
+the inputs, execute, read the outputs (an NNAPI Execution per query, as MLTS does; a
+``set_tensor`` + ``invoke`` + ``get_tensor`` for TFLite). Latencies are wall-clock
+(``time.perf_counter_ns``), reported in milliseconds.
+
+Parameters: :data:`CI` (small: 2 warm-up, 10 queries, 0.5 s) is the default so tests and
+CI stay short. :data:`LOADGEN` is LoadGen's own defaults (``min_duration_ms = 10000``,
+``min_query_count = 100``); :data:`MLPERF` is what MLPerf Inference's rules ask of a
+single-stream submission (600 s and 1024 queries at least). MLTS runs each model for a
+fixed time after a warm-up; ``BenchSettings(min_duration_s=...)`` gives that.
+
+Statistics (:class:`LatencyStats`): mean, standard deviation (population, ddof=0), min, max
+and the p50/p90/p99 percentiles by nearest rank (LoadGen: the sample at sorted position
+``ceil(p * n) - 1``), plus an equal-width histogram between min and max (``bins`` bins).
+
+Compilation (:func:`bench_compilation`): ``prepare_imported`` timed without a cache dir,
+then with a fresh cache dir twice: the first compilation prepares and saves to the cache
+(``save_s``), the second one prepares from it (``with_cache_s``,
+``Compilation.set_caching`` / ``IDevice.prepare_model_from_cache``). A driver without
+caching support shows about the same time for both.
+"""
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+#: Driver execution modes (NNAPI front end: Execution.compute, start_compute + Event.wait,
+#: burst_compute on one Burst object reused across queries).
+MODES = ("sync", "async", "burst")
+#: ai-edge-litert kernel sets measured by default (see mlts.litert.KERNELS).
+BASELINES = ("xnnpack", "builtin")
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    """LoadGen-style run parameters: ``warmup`` queries (discarded), then queries until both
+    ``min_iterations`` and ``min_duration_s`` (seconds) are met, stopping at
+    ``max_duration_s`` once ``min_iterations`` are done (None: no cap). ``compile_iterations``:
+    how many times each compilation time is measured (the minimum and mean are kept).
+    ``bins``: histogram bins. ``timeout_s``: limit of each ai-edge-litert subprocess."""
+
+    warmup: int = 2
+    min_iterations: int = 10
+    min_duration_s: float = 0.5
+    max_duration_s: float | None = 60.0
+    compile_iterations: int = 1
+    bins: int = 20
+    timeout_s: float = 600.0
+
+    def __post_init__(self):
+        if self.warmup < 0 or self.min_iterations < 1 or self.min_duration_s < 0 or self.bins < 1:
+            raise ValueError(f"BenchSettings: warmup >= 0, min_iterations >= 1, min_duration_s >= 0 "
+                             f"and bins >= 1 are required ({self})")
+        if self.max_duration_s is not None and self.max_duration_s < self.min_duration_s:
+            raise ValueError(f"BenchSettings: max_duration_s {self.max_duration_s} is below "
+                             f"min_duration_s {self.min_duration_s}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+#: Short runs for tests and CI (the default).
+CI = BenchSettings()
+#: MLPerf LoadGen's TestSettings defaults (min_duration_ms 10000, min_query_count 100).
+LOADGEN = BenchSettings(warmup=10, min_iterations=100, min_duration_s=10.0, max_duration_s=None,
+                        compile_iterations=5)
+#: MLPerf Inference rules for a single-stream submission (600 s, 1024 queries at least).
+MLPERF = BenchSettings(warmup=10, min_iterations=1024, min_duration_s=600.0, max_duration_s=None,
+                       compile_iterations=10)
+
+
+def loadgen_loop(query, *, warmup: int = 0, min_iterations: int = 0, min_duration_s: float = 0.0,
+                 max_duration_s: float | None = None):
+    """Run ``query()`` ``warmup`` times, then until ``min_iterations`` queries AND
+    ``min_duration_s`` seconds are done (no timed query when both are 0), stopping once
+    ``max_duration_s`` has passed and ``min_iterations`` are done.
+
+    Returns ``(warmup_s, samples_s, last_result)``: the warm-up queries' times, the timed
+    queries' times (seconds, lists of floats) and the last query's return value (None when no
+    query ran). Exceptions of ``query`` propagate."""
+    result = None
+    warm = []
+    for _ in range(warmup):
+        t0 = time.perf_counter_ns()
+        result = query()
+        warm.append((time.perf_counter_ns() - t0) * 1e-9)
+    samples: list[float] = []
+    if min_iterations <= 0 and min_duration_s <= 0:
+        return warm, samples, result
+    start = time.perf_counter_ns()
+    min_ns = int(min_duration_s * 1e9)
+    max_ns = None if max_duration_s is None else int(max_duration_s * 1e9)
+    while True:
+        t0 = time.perf_counter_ns()
+        result = query()
+        t1 = time.perf_counter_ns()
+        samples.append((t1 - t0) * 1e-9)
+        elapsed = t1 - start
+        if len(samples) >= min_iterations and (elapsed >= min_ns or (max_ns is not None and elapsed >= max_ns)):
+            break
+    return warm, samples, result
+
+
+@dataclass
+class LatencyStats:
+    """Statistics of latency samples, in milliseconds (JSON: the report's STATS dict).
+
+    ``iterations``: timed queries; ``warmup``: discarded queries; ``duration_s``: sum of the
+    timed queries' latencies (seconds); ``histogram``: ``{"edges_ms": [bins + 1],
+    "counts": [bins]}``. Every figure is None for zero samples."""
+
+    iterations: int
+    warmup: int
+    duration_s: float
+    mean_ms: float | None
+    std_ms: float | None
+    min_ms: float | None
+    p50_ms: float | None
+    p90_ms: float | None
+    p99_ms: float | None
+    max_ms: float | None
+    histogram: dict = field(default_factory=lambda: {"edges_ms": [], "counts": []})
+
+    @classmethod
+    def from_samples(cls, samples_s, warmup: int = 0, bins: int = 20) -> "LatencyStats":
+        """Stats of ``samples_s`` (seconds; any sequence of numbers). Percentiles by nearest
+        rank: the sample at sorted position ``ceil(p * n) - 1`` (LoadGen)."""
+        ms = np.sort(np.asarray(samples_s, dtype=np.float64).reshape(-1)) * 1e3
+        n = int(ms.size)
+        if n == 0:
+            return cls(0, warmup, 0.0, None, None, None, None, None, None, None)
+
+        def pct(p: float) -> float:
+            return float(ms[max(0, math.ceil(p * n) - 1)])
+
+        counts, edges = np.histogram(ms, bins=bins)
+        return cls(iterations=n, warmup=warmup, duration_s=float(ms.sum() / 1e3),
+                   mean_ms=float(ms.mean()), std_ms=float(ms.std()), min_ms=float(ms[0]),
+                   p50_ms=pct(0.50), p90_ms=pct(0.90), p99_ms=pct(0.99), max_ms=float(ms[-1]),
+                   histogram={"edges_ms": [float(e) for e in edges], "counts": [int(c) for c in counts]})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class CompileStats:
+    """Compilation times in seconds (the minimum over ``BenchSettings.compile_iterations``):
+    ``no_cache_s`` without a cache dir, ``save_s`` the first compilation with a fresh cache dir
+    (prepares and saves), ``with_cache_s`` the second one (prepares from the cache);
+    ``cache_files``: files the driver wrote to the cache dir (0: no caching support);
+    ``samples``: every measured time per kind."""
+
+    no_cache_s: float | None = None
+    save_s: float | None = None
+    with_cache_s: float | None = None
+    cache_files: int = 0
+    samples: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class BenchResult:
+    """One model's benchmark, JSON-serializable through :meth:`to_dict` (the report's
+    ``compile`` and ``latency`` entries plus the ratios).
+
+    ``driver``: {mode: LatencyStats}; ``tflite``: {kernel set: LatencyStats};
+    ``ratios``: {"<mode>/<kernels>": driver mean / TFLite mean} (> 1: the driver is slower);
+    ``errors``: [{"stage", "message", "traceback"}] of the parts that failed (the rest is
+    still measured)."""
+
+    model: str
+    device: str
+    settings: dict
+    compile: CompileStats | None = None
+    driver: dict = field(default_factory=dict)
+    tflite: dict = field(default_factory=dict)
+    errors: list = field(default_factory=list)
+
+    @property
+    def ratios(self) -> dict:
+        out = {}
+        for mode, d in self.driver.items():
+            for k, t in self.tflite.items():
+                if d.mean_ms is not None and t.mean_ms:
+                    out[f"{mode}/{k}"] = d.mean_ms / t.mean_ms
+        return out
+
+    def ratio(self, mode: str = "sync", kernels: str = "xnnpack") -> float | None:
+        """Driver mean latency in ``mode`` / TFLite ``kernels`` mean latency (None if either
+        is missing)."""
+        return self.ratios.get(f"{mode}/{kernels}")
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "device": self.device, "settings": self.settings,
+                "compile": None if self.compile is None else self.compile.to_dict(),
+                "latency": {"driver": {m: s.to_dict() for m, s in self.driver.items()},
+                            "tflite": {k: s.to_dict() for k, s in self.tflite.items()}},
+                "ratios": self.ratios, "errors": self.errors}
+
+    def to_json(self, **kw) -> str:
+        return json.dumps(self.to_dict(), **kw)
+
+    def table(self) -> str:
+        """A plain-text side-by-side table (mean/p50/p90 ms and the ratio to each baseline)."""
+        rows = [f"{self.model} on {self.device}"]
+        rows.append(f"  {'runner':<18}{'iters':>7}{'mean ms':>10}{'p50 ms':>10}{'p90 ms':>10}"
+                    + "".join(f"{'/' + k:>10}" for k in self.tflite))
+        for label, s, mode in ([(f"driver {m}", s, m) for m, s in self.driver.items()]
+                               + [(f"tflite {k}", s, None) for k, s in self.tflite.items()]):
+            if s.mean_ms is None:
+                continue
+            ratios = "".join(f"{self.ratio(mode, k):>9.2f}x" if mode and self.ratio(mode, k) else f"{'':>10}"
+                             for k in self.tflite)
+            rows.append(f"  {label:<18}{s.iterations:>7}{s.mean_ms:>10.2f}{s.p50_ms:>10.2f}{s.p90_ms:>10.2f}{ratios}")
+        if self.compile is not None and self.compile.no_cache_s is not None:
+            c = self.compile
+            rows.append(f"  compile: {c.no_cache_s * 1e3:.1f} ms without cache"
+                        + (f", {c.save_s * 1e3:.1f} ms saving, {c.with_cache_s * 1e3:.1f} ms from cache "
+                           f"({c.cache_files} files)" if c.with_cache_s is not None else ""))
+        for e in self.errors:
+            rows.append(f"  ERROR {e['stage']}: {e['message']}")
+        return "\n".join(rows)
+
+
+def _error(stage: str, e: BaseException) -> dict:
+    return {"stage": stage, "message": f"{type(e).__name__}: {e}",
+            "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))}
+
+
+# ---------------------------------------------------------------------------------------
+# nncts side (the importer's API: mlts.execute.prepare_imported / run_imported)
+
+
+def bench_compilation(imported, device, settings: BenchSettings = CI) -> CompileStats:
+    """Time ``prepare_imported(imported, device)`` without a cache, and twice with one fresh
+    cache dir (save, then load), ``settings.compile_iterations`` times each. Raises what
+    the importer raises (NnapiError of the driver's prepare)."""
+    from pathlib import Path
+
+    from .execute import prepare_imported
+    samples = {"no_cache_s": [], "save_s": [], "with_cache_s": []}
+    files = 0
+    for _ in range(settings.compile_iterations):
+        t0 = time.perf_counter()
+        prepare_imported(imported, device)
+        samples["no_cache_s"].append(time.perf_counter() - t0)
+        with tempfile.TemporaryDirectory(prefix="nncts-cache-") as d:
+            t0 = time.perf_counter()
+            prepare_imported(imported, device, cache_dir=d)
+            samples["save_s"].append(time.perf_counter() - t0)
+            files = sum(1 for p in Path(d).rglob("*") if p.is_file())
+            t0 = time.perf_counter()
+            prepare_imported(imported, device, cache_dir=d)
+            samples["with_cache_s"].append(time.perf_counter() - t0)
+    return CompileStats(no_cache_s=min(samples["no_cache_s"]), save_s=min(samples["save_s"]),
+                        with_cache_s=min(samples["with_cache_s"]), cache_files=files, samples=samples)
+
+
+def nncts_query(imported, device, inputs, mode: str = "sync", prepared=None):
+    """A zero-argument callable running one query of ``imported`` on ``device`` in ``mode``
+    (reusing ``prepared`` from ``prepare_imported``; prepared here when None), returning the
+    outputs."""
+    from .execute import prepare_imported, run_imported
+    if mode not in MODES:
+        raise ValueError(f"unknown execution mode {mode!r} (one of {', '.join(MODES)})")
+    if prepared is None:
+        prepared = prepare_imported(imported, device)
+
+    def query():
+        return run_imported(imported, device, inputs, mode=mode, prepared=prepared).outputs
+    return query
+
+
+def bench_nncts(imported, device, inputs, settings: BenchSettings = CI, modes=MODES,
+                prepared=None, errors: list | None = None) -> dict:
+    """{mode: LatencyStats} of the driver for each of ``modes``. A mode that raises is left
+    out and its error appended to ``errors`` (raised when ``errors`` is None)."""
+    from .execute import prepare_imported
+    if prepared is None:
+        prepared = prepare_imported(imported, device)
+    out = {}
+    for mode in modes:
+        try:
+            q = nncts_query(imported, device, inputs, mode, prepared)
+            warm, samples, _ = loadgen_loop(q, warmup=settings.warmup, min_iterations=settings.min_iterations,
+                                            min_duration_s=settings.min_duration_s,
+                                            max_duration_s=settings.max_duration_s)
+            out[mode] = LatencyStats.from_samples(samples, warmup=len(warm), bins=settings.bins)
+        except Exception as e:
+            if errors is None:
+                raise
+            errors.append(_error(f"benchmark {mode}", e))
+    return out
+
+
+def bench_litert(model, inputs, settings: BenchSettings = CI, kernels=BASELINES,
+                 errors: list | None = None, num_threads: int = 1) -> dict:
+    """{kernel set: LatencyStats} of ai-edge-litert (subprocess, ``num_threads`` threads) on
+    ``model`` (path or bytes). A kernel set that fails (LiteRTError: crash, hang, missing
+    package) is left out and reported in ``errors`` (raised when ``errors`` is None)."""
+    from .litert import run_litert
+    out = {}
+    for k in kernels:
+        try:
+            r = run_litert(model, inputs, kernels=k, num_threads=num_threads, warmup=settings.warmup,
+                           iterations=settings.min_iterations, min_duration_s=settings.min_duration_s,
+                           max_duration_s=settings.max_duration_s, timeout_s=settings.timeout_s)
+            out[k] = LatencyStats.from_samples(r.latencies_s, warmup=len(r.warmup_s), bins=settings.bins)
+        except Exception as e:
+            if errors is None:
+                raise
+            errors.append(_error(f"tflite {k}", e))
+    return out
+
+
+def bench_model(model, device, inputs, settings: BenchSettings = CI, *, modes=MODES, kernels=BASELINES,
+                imported=None, compile_times: bool = True, name: str | None = None) -> BenchResult:
+    """Benchmark ``model`` (``.tflite`` path or bytes) on ``device`` (a front-end Device)
+    and in ai-edge-litert, side by side in this one run: compilation times, the driver's
+    latency per mode, TFLite's per kernel set. ``imported``: an already imported model
+    (imported here otherwise). Failures of a part are recorded in ``BenchResult.errors``;
+    an import failure leaves only the TFLite figures."""
+    from pathlib import Path
+    label = name or (Path(model).stem if isinstance(model, (str, Path)) else "<bytes>")
+    res = BenchResult(model=label, device=getattr(device, "name", str(device)), settings=settings.to_dict())
+    res.tflite = bench_litert(model, inputs, settings, kernels, res.errors)
+    try:
+        if imported is None:
+            from .tflite_import import import_tflite
+            imported = import_tflite(model)
+        if compile_times:
+            try:
+                res.compile = bench_compilation(imported, device, settings)
+            except Exception as e:
+                res.errors.append(_error("compile", e))
+        res.driver = bench_nncts(imported, device, inputs, settings, modes, errors=res.errors)
+    except Exception as e:
+        res.errors.append(_error("import", e))
+    return res
