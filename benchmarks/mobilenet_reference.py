@@ -1,0 +1,397 @@
+"""MobileNet v1 1.0 224 (float32, random weights) on the sample driver, side by side with
+TFLite (ai-edge-litert) running the very same network and weights.
+
+The network is built twice from one set of weights: through the front end
+(:class:`runtime.nnapi.Model`: CONV_2D 3x3 stride 2 to 32 channels, 13 depthwise-separable
+blocks of DEPTHWISE_CONV_2D 3x3 + CONV_2D 1x1 with RELU6 fused, AVERAGE_POOL_2D 7x7,
+CONV_2D 1x1 to 1001, RESHAPE [1, 1001], SOFTMAX; 31 operations, NHWC, SAME padding) and
+as a .tflite flatbuffer written here with the ``tflite`` package's builders (the same
+operators with the same options, so TFLite's result is a check of ours). ``--tflite PATH``
+times that file on the TFLite side instead (e.g. mlts/models' MobileNet; its weights
+differ, so no output comparison).
+
+Timing: the sample driver through Model -> Compilation (explicit device "sample") ->
+Execution.compute (a new Execution per run, as an application would), best and median of
+``--repeat`` runs after warm-up, with BLAS limited to 1 thread (threadpoolctl) and, for
+comparison, with the default thread count; TFLite: XNNPACK (OpResolverType.AUTO) and
+builtin kernels (BUILTIN_WITHOUT_DEFAULT_DELEGATES), ``num_threads=1``. Milliseconds.
+``--profile N`` prints the top-N functions of a cProfile of the sample driver.
+Needs: tflite, ai-edge-litert, threadpoolctl (optional: without it BLAS threads are
+whatever OPENBLAS_NUM_THREADS / OMP_NUM_THREADS say).
+
+Usage: python benchmarks/mobilenet_reference.py [--repeat 20] [--profile 25] [--tflite PATH]
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from runtime.nnapi import Compilation, Execution, Model, get_devices  # noqa: E402
+from runtime.types import FuseCode, OperandType, OperationType, PaddingCode  # noqa: E402
+
+T = OperandType
+#: (kind, stride, output channels) after the first convolution: MobileNet v1 1.0.
+BLOCKS = [(1, 64), (2, 128), (1, 128), (2, 256), (1, 256), (2, 512)] + [(1, 512)] * 5 + \
+    [(2, 1024), (1, 1024)]
+CLASSES = 1001
+
+
+def make_layers(seed: int = 0) -> list[dict]:
+    """Random weights (He-scaled, float32) of MobileNet v1 1.0 224: a list of layers, each
+    ``{"kind": "conv" | "dw", "stride": s, "filter": [o, kh, kw, i] or [1, kh, kw, c],
+    "bias": [o], "relu6": bool}`` (NNAPI / TFLite filter layouts, which agree)."""
+    rng = np.random.default_rng(seed)
+
+    def weights(shape, fan_in):
+        return (rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+
+    def bias(n):
+        return (rng.standard_normal(n) * 0.05).astype(np.float32)
+
+    layers = [dict(kind="conv", stride=2, filter=weights((32, 3, 3, 3), 27), bias=bias(32), relu6=True)]
+    c = 32
+    for stride, out in BLOCKS:
+        layers.append(dict(kind="dw", stride=stride, filter=weights((1, 3, 3, c), 9), bias=bias(c), relu6=True))
+        layers.append(dict(kind="conv", stride=1, filter=weights((out, 1, 1, c), c), bias=bias(out), relu6=True))
+        c = out
+    layers.append(dict(kind="pool"))
+    layers.append(dict(kind="conv", stride=1, filter=weights((CLASSES, 1, 1, c), c) * 0.3,
+                       bias=bias(CLASSES), relu6=False))
+    return layers
+
+
+# --- the front-end model ----------------------------------------------------------------
+
+def build_model(layers: list[dict]) -> Model:
+    """The finished front-end Model of ``layers``: input [1, 224, 224, 3] float32, output
+    [1, 1001] (softmax probabilities)."""
+    m = Model()
+
+    def operand(t, dims=(), value=None):
+        i = m.add_operand(t, dims)
+        if value is not None:
+            m.set_operand_value(i, value)
+        return i
+
+    def i32(v):
+        return operand(T.INT32, (), np.int32(v))
+
+    x = operand(T.TENSOR_FLOAT32, (1, 224, 224, 3))
+    first, hw, c = x, 224, 3
+    for layer in layers:
+        if layer["kind"] == "pool":
+            y = operand(T.TENSOR_FLOAT32, (1, 1, 1, c))
+            m.add_operation(OperationType.AVERAGE_POOL_2D,
+                            [x, i32(PaddingCode.VALID), i32(1), i32(1), i32(hw), i32(hw), i32(FuseCode.NONE)], [y])
+            x, hw = y, 1
+            continue
+        f, b, s = layer["filter"], layer["bias"], layer["stride"]
+        out_c = f.shape[0] if layer["kind"] == "conv" else f.shape[3]
+        hw = -(-hw // s)
+        y = operand(T.TENSOR_FLOAT32, (1, hw, hw, out_c))
+        args = [x, operand(T.TENSOR_FLOAT32, f.shape, f), operand(T.TENSOR_FLOAT32, b.shape, b),
+                i32(PaddingCode.SAME), i32(s), i32(s)]
+        if layer["kind"] == "dw":
+            args.append(i32(1))
+        args.append(i32(FuseCode.RELU6 if layer["relu6"] else FuseCode.NONE))
+        m.add_operation(OperationType.DEPTHWISE_CONV_2D if layer["kind"] == "dw" else OperationType.CONV_2D,
+                        args, [y])
+        x, c = y, out_c
+    flat = operand(T.TENSOR_FLOAT32, (1, c))
+    m.add_operation(OperationType.RESHAPE, [x, operand(T.TENSOR_INT32, (2,), np.array([1, c], np.int32))], [flat])
+    probs = operand(T.TENSOR_FLOAT32, (1, c))
+    m.add_operation(OperationType.SOFTMAX, [flat, operand(T.FLOAT32, (), np.float32(1.0))], [probs])
+    m.identify_inputs_and_outputs([first], [probs])
+    m.finish()
+    return m
+
+
+def run_nncts(compilation: Compilation, x: np.ndarray) -> np.ndarray:
+    """One execution through the front end; returns the [1, 1001] output."""
+    out = np.empty((1, CLASSES), np.float32)
+    e = Execution(compilation)
+    e.set_input(0, x)
+    e.set_output(0, out)
+    e.compute()
+    return out
+
+
+# --- the same network as a .tflite --------------------------------------------------------
+
+def to_tflite(layers: list[dict]) -> bytes:
+    """A TFLite flatbuffer (schema v3) of ``layers``: CONV_2D, DEPTHWISE_CONV_2D,
+    AVERAGE_POOL_2D, RESHAPE, SOFTMAX with the same weights, SAME padding and fused RELU6."""
+    import importlib
+
+    import flatbuffers
+
+    def mod(name):  # the builder functions live in the modules (the package exports classes)
+        return importlib.import_module(f"tflite.{name}")
+    Buffer, Conv2DOptions, DepthwiseConv2DOptions, TM, Operator, OperatorCode = map(mod, (
+        "Buffer", "Conv2DOptions", "DepthwiseConv2DOptions", "Model", "Operator", "OperatorCode"))
+    Pool2DOptions, ReshapeOptions, SoftmaxOptions, SubGraph, Tensor = map(mod, (
+        "Pool2DOptions", "ReshapeOptions", "SoftmaxOptions", "SubGraph", "Tensor"))
+    from tflite.ActivationFunctionType import ActivationFunctionType as Act
+    from tflite.BuiltinOperator import BuiltinOperator as Op
+    from tflite.BuiltinOptions import BuiltinOptions as Opt
+    from tflite.Padding import Padding
+    from tflite.TensorType import TensorType
+
+    b = flatbuffers.Builder(1 << 20)
+    buffers = [b""]  # buffer 0: empty (activations)
+    tensors = []  # (shape, buffer index, name)
+
+    def tensor(shape, data=None, dtype=TensorType.FLOAT32):
+        buf = 0
+        if data is not None:
+            buffers.append(np.ascontiguousarray(data).tobytes())
+            buf = len(buffers) - 1
+        tensors.append((list(shape), buf, f"t{len(tensors)}", dtype))
+        return len(tensors) - 1
+
+    codes = [Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.AVERAGE_POOL_2D, Op.RESHAPE, Op.SOFTMAX]
+    ops = []  # (code index, inputs, outputs, options type, options builder)
+
+    x = tensor((1, 224, 224, 3))
+    first, hw, c = x, 224, 3
+    for layer in layers:
+        if layer["kind"] == "pool":
+            y = tensor((1, 1, 1, c))
+            size = hw
+
+            def pool_opts(size=size):
+                Pool2DOptions.Start(b)
+                Pool2DOptions.AddPadding(b, Padding.VALID)
+                Pool2DOptions.AddStrideW(b, 1)
+                Pool2DOptions.AddStrideH(b, 1)
+                Pool2DOptions.AddFilterWidth(b, size)
+                Pool2DOptions.AddFilterHeight(b, size)
+                Pool2DOptions.AddFusedActivationFunction(b, Act.NONE)
+                return Pool2DOptions.End(b)
+            ops.append((2, [x], [y], Opt.Pool2DOptions, pool_opts))
+            x, hw = y, 1
+            continue
+        f, bias, s = layer["filter"], layer["bias"], layer["stride"]
+        dw = layer["kind"] == "dw"
+        out_c = f.shape[3] if dw else f.shape[0]
+        hw = -(-hw // s)
+        y = tensor((1, hw, hw, out_c))
+        act = Act.RELU6 if layer["relu6"] else Act.NONE
+
+        def conv_opts(s=s, act=act, dw=dw):
+            mod = DepthwiseConv2DOptions if dw else Conv2DOptions
+            mod.Start(b)
+            mod.AddPadding(b, Padding.SAME)
+            mod.AddStrideW(b, s)
+            mod.AddStrideH(b, s)
+            if dw:
+                mod.AddDepthMultiplier(b, 1)
+            mod.AddFusedActivationFunction(b, act)
+            mod.AddDilationWFactor(b, 1)
+            mod.AddDilationHFactor(b, 1)
+            return mod.End(b)
+        ops.append((1 if dw else 0, [x, tensor(f.shape, f), tensor(bias.shape, bias)], [y],
+                    Opt.DepthwiseConv2DOptions if dw else Opt.Conv2DOptions, conv_opts))
+        x, c = y, out_c
+    flat = tensor((1, c))
+    shape = tensor((2,), np.array([1, c], np.int32), TensorType.INT32)
+
+    def reshape_opts():
+        ReshapeOptions.StartNewShapeVector(b, 2)
+        b.PrependInt32(c)
+        b.PrependInt32(1)
+        vec = b.EndVector()
+        ReshapeOptions.Start(b)
+        ReshapeOptions.AddNewShape(b, vec)
+        return ReshapeOptions.End(b)
+    ops.append((3, [x, shape], [flat], Opt.ReshapeOptions, reshape_opts))
+    probs = tensor((1, c))
+
+    def softmax_opts():
+        SoftmaxOptions.Start(b)
+        SoftmaxOptions.AddBeta(b, 1.0)
+        return SoftmaxOptions.End(b)
+    ops.append((4, [flat], [probs], Opt.SoftmaxOptions, softmax_opts))
+
+    def int_vector(values):
+        b.StartVector(4, len(values), 4)
+        for v in reversed(values):
+            b.PrependInt32(v)
+        return b.EndVector()
+
+    def table_vector(start, items):
+        start(b, len(items))
+        for it in reversed(items):
+            b.PrependUOffsetTRelative(it)
+        return b.EndVector()
+
+    buffer_offsets = []
+    for data in buffers:
+        vec = None
+        if data:
+            b.StartVector(1, len(data), 16)
+            b.head = b.head - len(data)
+            b.Bytes[b.head:b.head + len(data)] = data
+            vec = b.EndVector()
+        Buffer.Start(b)
+        if vec is not None:
+            Buffer.AddData(b, vec)
+        buffer_offsets.append(Buffer.End(b))
+    tensor_offsets = []
+    for shape_, buf, name, dtype in tensors:
+        name_off = b.CreateString(name)
+        shape_off = int_vector(shape_)
+        Tensor.Start(b)
+        Tensor.AddShape(b, shape_off)
+        Tensor.AddType(b, dtype)
+        Tensor.AddBuffer(b, buf)
+        Tensor.AddName(b, name_off)
+        tensor_offsets.append(Tensor.End(b))
+    op_offsets = []
+    for code, ins, outs, opt_type, opt_fn in ops:
+        opts = opt_fn()
+        ins_off, outs_off = int_vector(ins), int_vector(outs)
+        Operator.Start(b)
+        Operator.AddOpcodeIndex(b, code)
+        Operator.AddInputs(b, ins_off)
+        Operator.AddOutputs(b, outs_off)
+        Operator.AddBuiltinOptionsType(b, opt_type)
+        Operator.AddBuiltinOptions(b, opts)
+        op_offsets.append(Operator.End(b))
+    code_offsets = []
+    for code in codes:
+        OperatorCode.Start(b)
+        OperatorCode.AddDeprecatedBuiltinCode(b, code)
+        OperatorCode.AddBuiltinCode(b, code)
+        OperatorCode.AddVersion(b, 1)
+        code_offsets.append(OperatorCode.End(b))
+    sg_tensors = table_vector(SubGraph.StartTensorsVector, tensor_offsets)
+    sg_ops = table_vector(SubGraph.StartOperatorsVector, op_offsets)
+    sg_in, sg_out = int_vector([first]), int_vector([probs])
+    sg_name = b.CreateString("main")
+    SubGraph.Start(b)
+    SubGraph.AddTensors(b, sg_tensors)
+    SubGraph.AddInputs(b, sg_in)
+    SubGraph.AddOutputs(b, sg_out)
+    SubGraph.AddOperators(b, sg_ops)
+    SubGraph.AddName(b, sg_name)
+    sg = SubGraph.End(b)
+    subgraphs = table_vector(TM.StartSubgraphsVector, [sg])
+    codes_vec = table_vector(TM.StartOperatorCodesVector, code_offsets)
+    bufs_vec = table_vector(TM.StartBuffersVector, buffer_offsets)
+    desc = b.CreateString("nncts benchmarks/mobilenet_reference.py")
+    TM.Start(b)
+    TM.AddVersion(b, 3)
+    TM.AddOperatorCodes(b, codes_vec)
+    TM.AddSubgraphs(b, subgraphs)
+    TM.AddDescription(b, desc)
+    TM.AddBuffers(b, bufs_vec)
+    b.Finish(TM.End(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def tflite_interpreter(model: bytes | str, kernel: str):
+    """An ai-edge-litert Interpreter with 1 thread: ``kernel`` "xnnpack" (OpResolverType.AUTO,
+    the default delegate) or "builtin" (BUILTIN_WITHOUT_DEFAULT_DELEGATES)."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    rt = OpResolverType.AUTO if kernel == "xnnpack" else OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+    kw = dict(model_path=model) if isinstance(model, str) else dict(model_content=model)
+    it = Interpreter(num_threads=1, experimental_op_resolver_type=rt, **kw)
+    it.allocate_tensors()
+    return it
+
+
+def run_tflite(it, x: np.ndarray) -> np.ndarray:
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    return it.get_tensor(it.get_output_details()[0]["index"])
+
+
+# --- timing -------------------------------------------------------------------------------
+
+def blas_threads(n: int | None):
+    """Limit BLAS to ``n`` threads (None: leave as is) with threadpoolctl if installed."""
+    if n is None:
+        return contextlib.nullcontext()
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=n, user_api="blas")
+
+
+def timed(fn, repeat: int, warmup: int = 2) -> tuple[float, float]:
+    """(best, median) seconds of ``repeat`` calls of ``fn`` after ``warmup`` calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times), statistics.median(times)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--repeat", type=int, default=20)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tflite", help="time this .tflite on the TFLite side (no output comparison)")
+    p.add_argument("--profile", type=int, default=0, metavar="N", help="print the top N of a cProfile")
+    p.add_argument("--no-tflite", action="store_true", help="time the sample driver alone")
+    args = p.parse_args()
+
+    layers = make_layers(args.seed)
+    t0 = time.perf_counter()
+    model = build_model(layers)
+    t1 = time.perf_counter()
+    compilation = Compilation.create_for_devices(model, get_devices(["sample"]))
+    compilation.finish()
+    t2 = time.perf_counter()
+    x = np.random.default_rng(args.seed + 1).uniform(-1, 1, (1, 224, 224, 3)).astype(np.float32)
+    print(f"MobileNet v1 1.0 224 float32, {len(model.to_hal().main.operations)} operations; "
+          f"model build {1e3 * (t1 - t0):.0f} ms, compilation {1e3 * (t2 - t1):.0f} ms")
+
+    rows = []
+    for threads in (1, None):
+        with blas_threads(threads):
+            best, med = timed(lambda: run_nncts(compilation, x), args.repeat)
+        rows.append((f"nncts sample, BLAS {'1 thread' if threads else 'default threads'}", best, med))
+    ours = run_nncts(compilation, x)
+    if not args.no_tflite:
+        source = args.tflite or to_tflite(layers)
+        for kernel in ("xnnpack", "builtin"):
+            it = tflite_interpreter(source, kernel)
+            best, med = timed(lambda: run_tflite(it, x), args.repeat)
+            rows.append((f"TFLite {kernel}, 1 thread", best, med))
+            if args.tflite is None:
+                ref = run_tflite(it, x)
+                print(f"  TFLite {kernel} vs nncts: max |diff| {np.abs(ref - ours).max():.3g}, "
+                      f"top-1 {int(ref.argmax())} / {int(ours.argmax())}")
+    base = rows[0][1]
+    print(f"{'':40s} {'best ms':>9s} {'median ms':>10s} {'nncts(1 thread)/this':>22s}")
+    for name, best, med in rows:
+        print(f"{name:40s} {1e3 * best:9.1f} {1e3 * med:10.1f} {base / best:22.2f}")
+
+    if args.profile:
+        import cProfile
+        import pstats
+        prof = cProfile.Profile()
+        with blas_threads(1):
+            prof.enable()
+            for _ in range(5):
+                run_nncts(compilation, x)
+            prof.disable()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(args.profile)
+
+
+if __name__ == "__main__":
+    main()
