@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -529,3 +530,30 @@ def _blazeface_outputs(outputs) -> tuple[int, int]:
     if b >= 16 and a == 1:
         return 1, 0
     raise ValueError(f"face detector outputs of last dimensions {a} and {b} (expected 16 and 1)")
+
+
+def check_accuracy(spec, imported, device, inputs, *, kernels: str = "builtin", keep_tensors: bool = True,
+                   timeout_s: float = 600.0) -> dict:
+    """The report's ACCURACY dict for ``spec`` (a ``mlts.models.ModelSpec``: ``name``,
+    ``path``, ``kind``, ``tolerance``) on ``device``: the driver runs ``imported`` through
+    the front end (``mlts.execute.run_imported``, sync, every mapped tensor kept), TFLite
+    runs the model in a subprocess (``kernels``: "builtin" by default, the kernels whose
+    intermediate tensors are observable, see :mod:`mlts.litert`), and :func:`evaluate`
+    compares them, locating the first divergent operator. Raises what the two runs raise
+    (LiteRTError, NnapiError)."""
+    from .execute import run_imported
+    from .litert import run_litert
+    tfl = run_litert(spec.path, inputs, kernels=kernels, keep_tensors=keep_tensors, timeout_s=timeout_s,
+                     name=spec.name)
+    drv = run_imported(imported, device, inputs, keep_tensors=keep_tensors)
+    names = [t.name for t in tfl.outputs_info]
+    size = None
+    if tfl.inputs_info and len(tfl.inputs_info[0].shape) == 4:
+        size = tfl.inputs_info[0].shape[1]
+    return evaluate(spec.kind, tfl.outputs, drv.outputs, getattr(spec, "tolerance", None), names=names,
+                    model_name=Path(str(spec.path)).stem, operators=tfl.operators if keep_tensors else None,
+                    tflite_tensors=tfl.tensors if keep_tensors else None,
+                    driver_tensors=getattr(drv, "tensors", None) if keep_tensors else None,
+                    tensor_names={i: t.name for i, t in tfl.tensor_info.items()},
+                    mapping=getattr(imported, "mapping", None), input_size=size) | {
+                        "reference": f"ai-edge-litert {tfl.version} {kernels} kernels"}
