@@ -11,6 +11,12 @@ coverage matrix (:mod:`cts.coverage`) and writes ``coverage.json`` and ``coverag
 the random-graph suite (:mod:`random_graph`) the same way, reproducers under
 ``<report dir>/graphs``. ``nncts specs build|check`` builds our own golden specs (:mod:`cts.specs`) or checks the
 built files are current (exit 1 naming the stale ones).
+``nncts mlts [--driver NAME] [--models NAMES] [--report-dir DIR] [--quick]`` imports the bundled
+TFLite models (:mod:`mlts.run`), benchmarks them against ai-edge-litert, checks their accuracy
+and writes ``mlts.html``, ``mlts.json``, ``mlts.csv`` and ``mlts.jsonl`` (exit 1 when a model
+failed or is outside tolerance). ``nncts mlts import MODEL.tflite`` prints the per-operator
+mapping of any TFLite file. ``nncts stress ...`` runs the MLTS-style crash/hang stress tests
+(:mod:`mlts.stress`; its own options). Misuse of these is one line on stderr, exit 2.
 """
 from __future__ import annotations
 
@@ -141,6 +147,82 @@ def _coverage(args, parser) -> int:
     return 0
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A parser whose usage errors are one line (``nncts mlts: error: ...``), exit 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _mlts(args, parser) -> int:
+    """``nncts mlts``: the run (mlts.run) or, with ``import``, one file's operator mapping.
+    Unknown driver or model, a report directory whose parent is missing, a missing or
+    unreadable .tflite file: one line, exit 2."""
+    prog = "nncts mlts"
+    if args.mlts_command == "import":
+        path = Path(args.model)
+        if not path.is_file():
+            parser.exit(2, f"{prog} import: error: {path}: no such file\n")
+        try:
+            from mlts.tflite_import import describe, import_tflite
+        except ImportError as e:
+            parser.exit(2, f"{prog} import: error: {e} (pip install 'nncts[mlts]')\n")
+        try:
+            imported = import_tflite(path)
+        except (OSError, ValueError) as e:
+            parser.exit(2, f"{prog} import: error: {' '.join(str(e).split())}\n")
+        print(describe(imported))
+        return 0
+    try:
+        from mlts import report, run
+    except ImportError as e:
+        parser.exit(2, f"{prog}: error: {e} (pip install 'nncts[mlts]')\n")
+    names = [n for group in args.models for n in group.split(",") if n.strip()]
+    settings = run.QUICK if args.quick else run.STANDARD
+    if args.model_timeout is not None:
+        if args.model_timeout <= 0:
+            parser.exit(2, f"{prog}: error: --model-timeout must be positive\n")
+        settings = run.with_settings(settings, model_timeout_s=args.model_timeout)
+    if args.no_isolate:
+        settings = run.with_settings(settings, isolate=False)
+    try:
+        doc = run.run(args.driver, names or None, args.report_dir, settings=settings, progress=not args.no_progress)
+    except run.UsageError as e:
+        parser.exit(2, f"{prog}: error: {' '.join(str(e).split())}\n")
+    t = report.totals(doc)
+    print(f"{t['models']} models: {t['passed']} passed, {t['inaccurate']} inaccurate, {t['failed']} failed")
+    out = Path(args.report_dir)
+    print("report:", ", ".join(str(out / f) for f in ("mlts.html", "mlts.json", "mlts.csv", "mlts.jsonl")))
+    return 0 if t["passed"] == t["models"] else 1
+
+
+def _add_mlts_parser(sub):
+    p = sub.add_parser("mlts", help="real TFLite models imported into NNAPI models: latency and accuracy "
+                                    "against ai-edge-litert (XNNPACK and builtin kernels, 1 thread), "
+                                    "HTML/CSV/JSON report; 'nncts mlts import MODEL.tflite' shows a "
+                                    "model's operator mapping")
+    p.__class__ = _OneLineParser
+    p.add_argument("--driver", default=DEFAULT_DRIVER,
+                   help="bundled name, entry point in group nncts.drivers, or module:factory")
+    p.add_argument("--models", action="append", default=[], metavar="NAMES",
+                   help="bundled model names, comma-separated or repeated (default: every bundled model)")
+    p.add_argument("--report-dir", default="nncts-report",
+                   help="where mlts.html/.json/.csv/.jsonl go (default: nncts-report)")
+    p.add_argument("--quick", action="store_true",
+                   help="a few queries per measurement, sync mode only (CI; default: LoadGen-style, "
+                        "at least 2 s and 50 queries, sync/async/burst)")
+    p.add_argument("--model-timeout", type=float, default=None, metavar="SECONDS",
+                   help="seconds one model may take before it counts as a hang (default 1800; 900 with --quick)")
+    p.add_argument("--no-isolate", action="store_true",
+                   help="run the models in this process (debugging; a crashing driver then ends the run)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    msub = p.add_subparsers(dest="mlts_command", required=False)
+    imp = msub.add_parser("import", help="print how each operator of a .tflite file maps to NNAPI")
+    imp.__class__ = _OneLineParser
+    imp.add_argument("model", metavar="MODEL.tflite")
+    return p
+
+
 def _add_suite_parser(sub, name: str, help_text: str, timeout_help: str, corpus: bool = True):
     p = sub.add_parser(name, help=help_text)
     p.add_argument("--driver", default=DEFAULT_DRIVER,
@@ -189,6 +271,17 @@ def main(argv=None) -> int:
                                          "(cts/specs/built), or check the built files are up to date")
     specs.add_argument("action", choices=("build", "check"))
     specs.add_argument("--out", default=None, help="where to build (default: cts/specs/built)")
+    _add_mlts_parser(sub)
+    sub.add_parser("stress", help="MLTS-style crash and hang stress tests, each in its own process with a "
+                                  "watchdog (SUCCESS / FAILURE / HANG / CRASH); 'nncts stress --help' for "
+                                  "its options", add_help=False)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["stress"]:
+        try:
+            from mlts.stress import main as stress_main
+        except ImportError as e:
+            parser.exit(2, f"nncts stress: error: {e} (pip install 'nncts[mlts]')\n")
+        return int(stress_main(argv[1:]) or 0)
     args, extra = parser.parse_known_args(argv)
     if args.command == "specs" and not extra:
         from cts.specs.__main__ import main as specs_main
@@ -196,8 +289,12 @@ def main(argv=None) -> int:
     if args.command == "drivers":
         print("\n".join(available_drivers()))
         return 0
+    if extra and args.command == "mlts":
+        parser.exit(2, f"nncts mlts: error: unrecognized arguments: {' '.join(extra)}\n")
     if extra and args.command not in ("cts", "vts", "random-graph"):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command == "mlts":
+        return _mlts(args, parser)
     if args.command == "coverage":
         return _coverage(args, parser)
     if args.command == "random-graph":

@@ -177,3 +177,57 @@ def test_rendered_page_shows_charts_tables_markers_stress_and_environment(tmp_pa
     assert _row(dom, "environment-table", "ai_edge_litert") == ["2.3.0"]
     assert _row(dom, "environment-table", "driver spec") == ["sample"]
     screenshot(tmp_path, page)
+
+
+# ---------------------------------------------------------------- nncts mlts: orchestration and CLI
+
+class FakeSpec:
+    """A ModelSpec stand-in whose inputs crash the process, hang, or raise (picklable, so the
+    spawned child gets it by value)."""
+
+    def __init__(self, name: str, behaviour: str):
+        self.name, self.kind, self.source, self.path = name, "classifier", "test", f"/nonexistent/{name}.tflite"
+        self.behaviour = behaviour
+
+    def make_inputs(self):
+        import os
+        import time
+        if self.behaviour == "crash":
+            os.abort()
+        if self.behaviour == "hang":
+            time.sleep(120)
+        raise ValueError(f"{self.name}: no inputs")
+
+
+def test_run_records_crash_hang_and_error_and_goes_on(tmp_path, monkeypatch):
+    from mlts import run
+    specs = [FakeSpec("crasher", "crash"), FakeSpec("hanger", "hang"), FakeSpec("raiser", "raise")]
+    monkeypatch.setattr(run, "select_models", lambda names: specs)
+    settings = run.with_settings(run.QUICK, model_timeout_s=6.0)
+    doc = run.run("sample", None, tmp_path / "out", settings=settings, progress=False)
+    assert doc["complete"] and [m["name"] for m in doc["models"]] == ["crasher", "hanger", "raiser"]
+    (crash,), (hang,), (err,) = [m["errors"] for m in doc["models"]]
+    assert crash["stage"] == "inputs" and crash["message"].startswith("CRASH") and "SIGABRT" in crash["message"]
+    assert hang["stage"] == "inputs" and hang["message"].startswith("HANG: no result within 6 s")
+    assert err["stage"] == "inputs" and err["message"] == "ValueError: raiser: no inputs"
+    records = [json.loads(x) for x in (tmp_path / "out" / "mlts.jsonl").read_text().splitlines()]
+    assert [r["name"] for r in records] == ["crasher", "hanger", "raiser"]
+    saved = json.loads((tmp_path / "out" / "mlts.json").read_text())
+    assert saved["complete"] and saved["driver"]["spec"] == "sample" and saved["environment"]["numpy"]
+    assert report.totals(saved)["failed"] == 3
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["mlts", "--driver", "no-such-driver"], "nncts mlts: error: no driver named 'no-such-driver'"),
+    (["mlts", "--models", "no_such_model"], "nncts mlts: error: "),
+    (["mlts", "--report-dir", "/nonexistent-parent/out"], "nncts mlts: error: --report-dir"),
+    (["mlts", "--frobnicate"], "nncts mlts: error: unrecognized arguments: --frobnicate"),
+    (["mlts", "import"], "nncts mlts import: error: the following arguments are required: MODEL.tflite"),
+    (["mlts", "import", "/nonexistent/model.tflite"], "nncts mlts import: error: /nonexistent/model.tflite"),
+])
+def test_cli_misuse_is_one_line_exit_2(argv, message, capsys):
+    from nncts.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith(message) and err.count("\n") == 1, err
