@@ -353,3 +353,123 @@ def bench_model(model, device, inputs, settings: BenchSettings = CI, *, modes=MO
     except Exception as e:
         res.errors.append(_error("import", e))
     return res
+
+
+# ---------------------------------------------------------------------------------------
+# python -m mlts.bench: the side-by-side measurement (and a profile of the driver)
+
+_PRESETS = {"ci": CI, "loadgen": LOADGEN, "mlperf": MLPERF}
+
+
+def _attr(x, key, default=None):
+    return x.get(key, default) if isinstance(x, dict) else getattr(x, key, default)
+
+
+def model_inputs(imported, seed: int = 0) -> list:
+    """Deterministic inputs for ``imported``'s inputs (shape and dtype from the importer):
+    floats uniform in [-1, 1], integers uniform over their type's range (uint8/int8) or
+    [0, 10) (others)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for t in imported.inputs:
+        shape = [int(d) for d in _attr(t, "shape")]
+        dtype = np.dtype(_attr(t, "dtype"))
+        if dtype.kind == "f":
+            out.append(rng.uniform(-1, 1, shape).astype(dtype))
+        elif dtype in (np.uint8, np.int8):
+            info = np.iinfo(dtype)
+            out.append(rng.integers(info.min, info.max + 1, shape).astype(dtype))
+        else:
+            out.append(rng.integers(0, 10, shape).astype(dtype))
+    return out
+
+
+def profile_driver(imported, device, inputs, mode: str = "sync", iterations: int = 5, top: int = 25,
+                   sort: str = "tottime") -> str:
+    """cProfile of ``iterations`` driver queries (after one warm-up): the ``top`` functions
+    by ``sort`` ("tottime": own time, "cumulative"), as pstats prints them."""
+    import cProfile
+    import io
+    import pstats
+    q = nncts_query(imported, device, inputs, mode)
+    q()
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(iterations):
+        q()
+    prof.disable()
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).strip_dirs().sort_stats(sort).print_stats(top)
+    return buf.getvalue()
+
+
+def main(argv=None) -> int:
+    """``python -m mlts.bench [--driver sample] [--settings ci|loadgen|mlperf]
+    [--min-duration S] [--min-iterations N] [--modes sync,async,burst]
+    [--kernels xnnpack,builtin] [--no-compile] [--profile] [--json FILE] MODEL...``:
+    each MODEL (a bundled model's name from mlts.models, or a .tflite path) benchmarked on
+    the driver and in ai-edge-litert side by side, printed as a table (the ratio columns
+    are driver mean / TFLite mean). ``--profile`` adds the driver's cProfile top functions."""
+    import argparse
+    import sys
+    from pathlib import Path
+    p = argparse.ArgumentParser(prog="python -m mlts.bench", description=main.__doc__.split("\n\n")[0])
+    p.add_argument("models", nargs="+")
+    p.add_argument("--driver", default="sample")
+    p.add_argument("--settings", choices=sorted(_PRESETS), default="ci")
+    p.add_argument("--min-duration", type=float)
+    p.add_argument("--min-iterations", type=int)
+    p.add_argument("--warmup", type=int)
+    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--kernels", default=",".join(BASELINES))
+    p.add_argument("--no-compile", action="store_true")
+    p.add_argument("--profile", action="store_true")
+    p.add_argument("--json")
+    a = p.parse_args(argv)
+    from dataclasses import replace
+    s = _PRESETS[a.settings]
+    changes = {k: v for k, v in (("min_duration_s", a.min_duration), ("min_iterations", a.min_iterations),
+                                 ("warmup", a.warmup)) if v is not None}
+    if changes.get("min_duration_s", 0) > (s.max_duration_s or math.inf):
+        changes["max_duration_s"] = changes["min_duration_s"]
+    try:
+        s = replace(s, **changes)
+    except ValueError as e:
+        p.error(str(e))
+    modes = [m for m in a.modes.split(",") if m]
+    kernels = [k for k in a.kernels.split(",") if k]
+    for m in modes:
+        if m not in MODES:
+            p.error(f"unknown mode {m!r} (one of {', '.join(MODES)})")
+
+    from runtime.nnapi.device import get_devices
+
+    from .tflite_import import import_tflite
+    device = get_devices([a.driver])[0]
+    results = []
+    for name in a.models:
+        spec = None
+        path = Path(name)
+        if not path.exists():
+            try:
+                from .models import find_models
+                spec = find_models([name])[0]
+            except Exception as e:
+                print(f"python -m mlts.bench: {name}: not a file nor a bundled model ({e})", file=sys.stderr)
+                return 2
+            path = spec.path
+        imported = import_tflite(path)
+        inputs = spec.make_inputs() if spec is not None else model_inputs(imported)
+        r = bench_model(path, device, inputs, s, modes=modes, kernels=kernels, imported=imported,
+                        compile_times=not a.no_compile, name=spec.name if spec else path.stem)
+        print(r.table(), flush=True)
+        if a.profile:
+            print(profile_driver(imported, device, inputs, modes[0]), flush=True)
+        results.append(r.to_dict())
+    if a.json:
+        Path(a.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
