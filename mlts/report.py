@@ -37,12 +37,15 @@ The run document (plain JSON-serializable dicts; :mod:`mlts.run` builds it, the
                 "top_k": {"k": int, "agreement": float in [0, 1], "top1": bool, "within_tolerance": bool}
                          or None (classifiers only),
                 "detection": {"iou": float, "driver": int, "tflite": int, "matched": int,
-                              "within_tolerance": bool} or None (face detectors only),
+                              "agreement": float, "within_tolerance": bool} or None (face detectors only),
                 "divergence": {"found": bool, "operator": int, "builtin": str, "nnapi": str,
                                "tensor": str, "max_error": float, "tolerance": float, "message": str}
                               or None,
-                "layers": [{"operator": int, "builtin": str, "max_error": float, "tolerance": float}]
-                          (optional: the divergence locator's per-layer errors, drawn as a chart)}
+                "layers": [{"operator": int, "builtin": str, "tensor": str, "max_error": float,
+                            "tolerance": float, "ratio": float}]
+                          (optional: the divergence locator's per-layer errors, drawn as a chart),
+                "reference": str (what TFLite ran, e.g. "ai-edge-litert 2.3.0 builtin kernels"),
+                "detection_note": str (why detections were not decoded)}
 
     STRESS = {"test": str, "driver": str, "outcome": "SUCCESS" | "FAILURE" | "HANG" | "CRASH",
               "expected": outcome or None, "duration_s": float, "detail": str}
@@ -233,30 +236,37 @@ def ratio_chart(doc: dict, chart_id: str, mode: str = "sync") -> str | None:
 
 
 def layers_chart(model: dict, chart_id: str) -> str | None:
-    """SVG of the divergence locator's per-layer maximum error against tolerance (log y),
-    the first layer beyond tolerance marked; None without per-layer figures."""
+    """SVG of the divergence locator's per-layer figures: each compared operator output's
+    worst error as a multiple of its tolerance (``ratio``; computed as max_error / tolerance
+    when absent), log y, a line at 1 (above: beyond tolerance), the first divergent operator
+    marked; None without per-layer figures."""
     acc = model.get("accuracy") or {}
-    layers = [la for la in acc.get("layers") or [] if la.get("max_error") is not None]
-    if not layers:
+    floor = 1e-6
+    points = []
+    for la in acc.get("layers") or []:
+        r = la.get("ratio")
+        if r is None and la.get("max_error") is not None and la.get("tolerance"):
+            r = la["max_error"] / la["tolerance"]
+        if r is not None and math.isfinite(r):
+            points.append((la, max(r, floor)))
+    if not points:
         return None
     fig = _figure(7.5, 2.6)
     ax = fig.add_subplot()
-    xs = list(range(len(layers)))
-    floor = 1e-12
-    err = [max(la["max_error"], floor) for la in layers]
-    ax.plot(xs, err, marker="o", markersize=3, color="#1f77b4", label="max |driver - TFLite|")
-    if any(la.get("tolerance") is not None for la in layers):
-        ax.plot(xs, [max(la.get("tolerance") or floor, floor) for la in layers], color="#d62728",
-                linestyle="--", linewidth=1, label="tolerance")
+    xs = list(range(len(points)))
+    ys = [r for _, r in points]
+    ax.plot(xs, ys, marker="o", markersize=3, linewidth=1, color="#1f77b4",
+            label="max |driver - TFLite| / tolerance")
+    ax.axhline(1.0, color="#d62728", linestyle="--", linewidth=1, label="tolerance")
     div = acc.get("divergence") or {}
     if div.get("found"):
-        hits = [i for i, la in enumerate(layers) if la.get("operator") == div.get("operator")]
+        hits = [i for i, (la, _) in enumerate(points) if la.get("operator") == div.get("operator")]
         if hits:
-            ax.plot([hits[0]], [err[hits[0]]], marker="X", markersize=10, color="#d62728", linestyle="none",
+            ax.plot([hits[0]], [ys[hits[0]]], marker="X", markersize=10, color="#d62728", linestyle="none",
                     label=f"first divergence: op {div.get('operator')} {div.get('builtin', '')}")
     ax.set_yscale("log")
-    ax.set_xlabel("layer (TFLite operator, execution order)")
-    ax.set_ylabel("max error")
+    ax.set_xlabel("compared operator output (TFLite execution order)")
+    ax.set_ylabel("error / tolerance")
     ax.set_title(f"{model['name']}: per-layer error against TFLite")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)

@@ -56,10 +56,12 @@ def fixture_doc() -> dict:
                      "outputs": [{"index": 0, "name": "reshaped_regressor_face_4", "mse": 0.0625,
                                   "max_error": 0.75, "within_tolerance": False}],
                      "top_k": None, "detection": {"iou": 0.875, "driver": 1, "tflite": 1, "matched": 1,
-                                                  "within_tolerance": True},
+                                                  "agreement": 1.0, "within_tolerance": True},
+                     "reference": "ai-edge-litert 2.3.0 builtin kernels",
                      "divergence": {"found": True, "operator": 7, "builtin": "CONV_2D", "nnapi": "CONV_2D",
                                     "tensor": "conv2d_3", "max_error": 0.375, "tolerance": 0.005},
-                     "layers": [{"operator": i, "builtin": "CONV_2D", "max_error": e, "tolerance": 0.005}
+                     "layers": [{"operator": i, "builtin": "CONV_2D", "tensor": f"t{i}", "max_error": e,
+                                 "tolerance": 0.005, "ratio": e / 0.005}
                                 for i, e in enumerate([1e-7, 2e-7, 1e-6, 3e-6, 1e-6, 2e-6, 1e-5, 0.375, 0.5])]},
     }
     broken = {"name": "broken_model", "kind": "classifier", "source": "user file", "path": "/tmp/broken.tflite",
@@ -167,6 +169,8 @@ def test_rendered_page_shows_charts_tables_markers_stress_and_environment(tmp_pa
     assert _row(dom, "accuracy-summary", "face_detection_full_range_sparse") == [
         "face_detection", "0.0625", "0.75", "", "0.875", "\u2717 beyond", "op 7 CONV_2D"]
     assert "first departure beyond tolerance at TFLite operator 7 <b>CONV_2D</b>" in dom
+    assert "IoU 0.875; driver 1, TFLite 1, matched 1 (100%)" in dom
+    assert "Against ai-edge-litert 2.3.0 builtin kernels, same inputs." in dom
     assert "op 3 <b>DENSIFY</b>: no NNAPI mapping" in dom
     assert "import failed:</b> broken.tflite: not a TFLite flatbuffer" in dom
     # stress and environment
