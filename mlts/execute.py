@@ -1,0 +1,238 @@
+"""Run an :class:`~mlts.tflite_import.ImportedModel` through the NNAPI front end.
+
+``prepare_imported(imported, device, cache_dir=None, *, keep_tensors=False)`` builds every
+NNAPI partition (:func:`runtime.testing.frontend.build_model`) and compiles it for exactly
+``device`` (``Compilation.create_for_devices``, as the delegate does with an
+``accelerator_name``), optionally with compilation caching (token: sha256 of the TFLite
+file, the partition index and the keep_tensors flag); the result records the compile time
+of each step so a benchmark can time compilation on its own and reuse it.
+
+``run_imported(imported, device, inputs, *, keep_tensors=False, mode="sync", prepared=None)
+-> RunResult`` executes the steps in order: an NNAPI partition as one ``Execution``
+(``mode`` "sync": ``compute``; "async": ``start_compute`` then ``Event.wait``; "burst":
+``burst_compute`` in a ``Burst`` kept by the prepared model across runs), a CPU fallback
+operator with its numpy kernel (:mod:`mlts.fallback`). ``RunResult.outputs``: one array per
+TFLite graph output, in TFLite's shape and dtype; ``RunResult.tensors``: with
+``keep_tensors``, the value of every TFLite tensor the run computed (every partition then
+makes all the TFLite tensors it writes outputs), plus the graph inputs; else {}.
+
+Inputs: one numpy array per TFLite graph input, of its shape (or the same number of
+elements) and dtype (a value of another dtype is converted when numpy can do so without
+changing kind, e.g. float64 -> float32; otherwise ValueError).
+
+Errors: ValueError for wrong inputs or an unknown mode (naming the model and input);
+:class:`~mlts.tflite_import.TFLiteImportError` for an unsupported operator (no NNAPI mapping
+and no CPU kernel) or a failed CPU kernel; ``runtime.errors.NnapiError`` from the front end
+(compilation or execution), its message prefixed with the model and partition.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from runtime.errors import NnapiError
+from runtime.nnapi import Compilation, Execution
+from runtime.nnapi.burst import Burst
+from runtime.testing.frontend import build_model
+from runtime.types import operand_dtype
+
+from .fallback import FallbackError
+from .tflite_import import FallbackStep, ImportedModel, Partition, TFLiteImportError
+
+MODES = ("sync", "async", "burst")
+
+
+@dataclass
+class RunResult:
+    """``outputs``: TFLite graph outputs (TFLite shapes/dtypes); ``tensors``: TFLite tensor
+    index -> value (only with keep_tensors); ``step_seconds``: wall time of each step."""
+
+    outputs: list[np.ndarray]
+    tensors: dict[int, np.ndarray] = field(default_factory=dict)
+    step_seconds: list[float] = field(default_factory=list)
+
+
+@dataclass
+class PreparedImported:
+    """Compilations of an imported model for one device: ``compilations[k]`` for partition
+    step k (None for CPU fallback steps), ``output_tensors[k]`` the TFLite tensors its
+    outputs hold, ``compile_seconds[k]`` (0 for fallback steps), ``keep_tensors``. Bursts
+    for mode "burst" are created on first use and kept; :meth:`close` frees them."""
+
+    imported: ImportedModel
+    device: object
+    keep_tensors: bool
+    compilations: list
+    output_tensors: list
+    compile_seconds: list
+    cache_dir: str | None = None
+    bursts: dict = field(default_factory=dict)
+
+    @property
+    def total_compile_seconds(self) -> float:
+        return float(sum(self.compile_seconds))
+
+    def burst(self, k: int) -> Burst:
+        if k not in self.bursts:
+            self.bursts[k] = Burst(self.compilations[k])
+        return self.bursts[k]
+
+    def close(self) -> None:
+        for b in self.bursts.values():
+            try:
+                b.free()
+            except NnapiError:
+                pass
+        self.bursts.clear()
+
+
+def _where(imported: ImportedModel, step) -> str:
+    if isinstance(step, Partition):
+        ops = step.operators
+        return f"{imported.name}: partition {step.index} (operators {ops[0]}-{ops[-1]})"
+    return f"{imported.name}: operator {step.operator} ({step.builtin})"
+
+
+def _token(imported: ImportedModel, k: int, keep: bool) -> bytes:
+    return hashlib.sha256(f"{imported.digest}:{k}:{int(keep)}".encode()).digest()
+
+
+def prepare_imported(imported: ImportedModel, device, cache_dir=None, *,
+                     keep_tensors: bool = False) -> PreparedImported:
+    """Build and compile every partition for ``device`` (a ``runtime.nnapi.Device``);
+    ``cache_dir``: enable compilation caching there. Raises NnapiError (message naming the
+    model and partition) when the front end refuses a model or the compilation fails."""
+    comps, outs, secs = [], [], []
+    for k, step in enumerate(imported.steps):
+        if not isinstance(step, Partition):
+            comps.append(None)
+            outs.append(None)
+            secs.append(0.0)
+            continue
+        tm, out_tensors = step.model_for(keep_tensors)
+        t0 = time.perf_counter()
+        try:
+            model = build_model(tm)
+            c = Compilation.create_for_devices(model, [device])
+            if cache_dir is not None:
+                c.set_caching(str(cache_dir), _token(imported, k, keep_tensors))
+            c.finish()
+        except NnapiError as e:
+            raise NnapiError(e.code, f"{_where(imported, step)}: {e.message}") from e
+        secs.append(time.perf_counter() - t0)
+        comps.append(c)
+        outs.append(out_tensors)
+    return PreparedImported(imported, device, keep_tensors, comps, outs, secs,
+                            None if cache_dir is None else str(cache_dir))
+
+
+def _check_inputs(imported: ImportedModel, inputs) -> list[np.ndarray]:
+    inputs = list(inputs)
+    if len(inputs) != len(imported.inputs):
+        raise ValueError(f"{imported.name}: {len(inputs)} inputs given, the model has "
+                         f"{len(imported.inputs)} ({', '.join(t.name for t in imported.inputs)})")
+    out = []
+    for j, (x, info) in enumerate(zip(inputs, imported.inputs)):
+        x = np.asarray(x)
+        if x.dtype != info.dtype:
+            if x.dtype.kind != info.dtype.kind and not (x.dtype.kind in "iu" and info.dtype.kind in "iu"):
+                raise ValueError(f"{imported.name}: input {j} ({info.name}) must be {info.dtype}, "
+                                 f"got {x.dtype}")
+            x = x.astype(info.dtype)
+        n = int(np.prod(info.shape)) if info.shape else 1
+        if x.size != n:
+            raise ValueError(f"{imported.name}: input {j} ({info.name}) must have shape "
+                             f"{list(info.shape)}, got {list(x.shape)}")
+        out.append(np.ascontiguousarray(x.reshape(info.shape)))
+    return out
+
+
+def _run_partition(prepared: PreparedImported, k: int, step: Partition, env: dict, mode: str) -> None:
+    imported = prepared.imported
+    c = prepared.compilations[k]
+    tm, out_tensors = step.model_for(prepared.keep_tensors)
+    main = tm.main
+    ex = Execution(c)
+    for j, t in enumerate(step.input_tensors):
+        dims = main.operands[main.input_indexes[j]].dimensions
+        ex.set_input(j, np.ascontiguousarray(env[t]).reshape(dims))
+    bufs = []
+    for j, t in enumerate(out_tensors):
+        o = main.operands[main.output_indexes[j]]
+        buf = np.empty(o.dimensions, operand_dtype(o.type))
+        ex.set_output(j, buf)
+        bufs.append(buf)
+    try:
+        if mode == "sync":
+            ex.compute()
+        elif mode == "async":
+            ex.start_compute().wait()
+        else:
+            ex.burst_compute(prepared.burst(k))
+    except NnapiError as e:
+        raise NnapiError(e.code, f"{_where(imported, step)}: {e.message}") from e
+    for t, buf in zip(out_tensors, bufs):
+        env[t] = buf.reshape(imported.tensors[t].shape)
+
+
+def _run_fallback(imported: ImportedModel, step: FallbackStep, env: dict) -> None:
+    if step.kernel is None:
+        raise TFLiteImportError(f"{_where(imported, step)}: cannot run: {step.reason}")
+    vals = []
+    for t in step.inputs:
+        if t < 0:
+            vals.append(None)
+            continue
+        v = env.get(t)
+        if v is None:
+            v = imported.constant(t)
+        if v is None:
+            v = imported.tensors[t].buffer
+        if v is None and imported.tensors[t].is_variable:
+            v = np.zeros(imported.tensors[t].shape, imported.tensors[t].dtype)
+        if v is None:
+            raise TFLiteImportError(f"{_where(imported, step)}: input tensor {t} has no value")
+        vals.append(v)
+    try:
+        outs = step.kernel(vals, step)
+    except FallbackError as e:
+        raise TFLiteImportError(f"{imported.name}: {e}") from None
+    for t, v in zip(step.outputs, outs):
+        info = imported.tensors[t]
+        env[t] = np.asarray(v, info.dtype).reshape(info.shape)
+
+
+def run_imported(imported: ImportedModel, device, inputs, *, keep_tensors: bool = False,
+                 mode: str = "sync", prepared: PreparedImported | None = None) -> RunResult:
+    """Run ``imported`` on ``device`` with ``inputs`` (see the module docstring).
+    ``prepared``: compilations from :func:`prepare_imported` to reuse (its keep_tensors
+    setting wins); otherwise the model is compiled first."""
+    if mode not in MODES:
+        raise ValueError(f"{imported.name}: mode {mode!r} is not one of {', '.join(MODES)}")
+    xs = _check_inputs(imported, inputs)
+    if prepared is None:
+        prepared = prepare_imported(imported, device, keep_tensors=keep_tensors)
+    elif prepared.imported is not imported:
+        raise ValueError(f"{imported.name}: the prepared model belongs to {prepared.imported.name}")
+    env: dict[int, np.ndarray] = {info.index: x for info, x in zip(imported.inputs, xs)}
+    secs = []
+    for k, step in enumerate(imported.steps):
+        t0 = time.perf_counter()
+        if isinstance(step, Partition):
+            _run_partition(prepared, k, step, env, mode)
+        else:
+            _run_fallback(imported, step, env)
+        secs.append(time.perf_counter() - t0)
+    outputs = []
+    for info in imported.outputs:
+        v = env.get(info.index)
+        if v is None:
+            v = imported.constant(info.index)
+        if v is None:
+            raise TFLiteImportError(f"{imported.name}: graph output {info.index} ({info.name}) "
+                                    f"was never computed")
+        outputs.append(np.asarray(v).reshape(info.shape))
+    return RunResult(outputs, env if prepared.keep_tensors else {}, secs)
