@@ -88,7 +88,7 @@ import numpy as np
 
 from ..types import OperandType, OperationType, is_quantized_type
 from .base import OpContext, OperandView, OperationDef, check, register, scalar, sig, tensor
-from .common import (Window2D, apply_activation, bias_to_float, check_fuse_code,
+from .common import (Window2D, activation_range, bias_to_float, check_fuse_code,
                      check_quant_bias, from_float, from_nhwc, layout_dims, meets_fl1_output_scale,
                      nhwc_dims, read_window, to_float, to_nhwc, window_args)
 from .generation import FLOAT_RANGE, INT_RANGE, quant_limits
@@ -157,6 +157,158 @@ def window_conv(x: np.ndarray, f: np.ndarray, groups: int,
             res = np.matmul(pm.reshape(groups, m * q, k), fm)  # [groups, m * q, out_group]
             out[b:b + m, p:p + q] = res.transpose(1, 0, 2).reshape(m, q, depth_out)
     return out.reshape(n, oh, ow, depth_out)
+
+
+#: Largest zero-padded input copy (elements) the direct kernels (:func:`direct_conv`,
+#: :func:`depthwise_taps`, and the pooling's tap kernel) make; a convolution needing more
+#: (huge paddings or dilations) runs on :func:`window_conv`, whose memory follows the output.
+MAX_PADDED_ELEMENTS = 1 << 24
+#: Most filter taps the per-tap kernels (:func:`depthwise_taps`, the pooling's) loop over in
+#: Python; a bigger window runs on the gathering kernels.
+MAX_TAPS = 256
+
+
+def compute_dtype(*views: OperandView) -> np.dtype:
+    """The working precision of a convolution or pooling: float32 when every operand given
+    is TENSOR_FLOAT32 (the kernels then compute in float32 with BLAS, as TFLite does: the
+    CTS float32 criteria hold for it), else float64 on real values (float16 and quantized
+    operands: exact dequantized values, products and sums of 8-bit values exact)."""
+    return np.dtype(np.float32) if all(v.type == F32 for v in views) else np.dtype(np.float64)
+
+
+def padded_input(x: np.ndarray, win: Window2D, fill: float = 0.0) -> np.ndarray:
+    """NHWC ``x`` with ``win``'s paddings filled with ``fill``, C-contiguous (``x`` itself
+    when it is contiguous and not padded); only the padding cells are written besides the
+    copy."""
+    t, b, left, r = win.pad_top, win.pad_bottom, win.pad_left, win.pad_right
+    if not (t or b or left or r):
+        return np.ascontiguousarray(x)
+    n, h, w, c = x.shape
+    xp = np.empty((n, h + t + b, w + left + r, c), dtype=x.dtype)
+    xp[:, :t] = fill
+    xp[:, t + h:] = fill
+    xp[:, t:t + h, :left] = fill
+    xp[:, t:t + h, left + w:] = fill
+    xp[:, t:t + h, left:left + w] = x
+    return xp
+
+
+def padded_size(shape, win: Window2D) -> int:
+    """Elements of :func:`padded_input` for an NHWC input of ``shape``."""
+    n, h, w, c = shape
+    return n * (h + win.pad_top + win.pad_bottom) * (w + win.pad_left + win.pad_right) * c
+
+
+def tap_views(xp: np.ndarray, win: Window2D):
+    """For each filter tap (a, b) of ``win`` over the padded NHWC ``xp`` (C-contiguous, from
+    :func:`padded_input`), yield ``(a, b, v)`` where ``v`` [n, out_h, out_w * C] is the
+    input cell every output position reads through that tap (a view: row ``i * stride_h +
+    a * dilation_h``, column ``j * stride_w + b * dilation_w`` of ``xp``). Columns are
+    taken from a contiguous copy of each needed column phase (``column % stride_w``), so
+    every view's rows are contiguous: elementwise passes over them run in long inner loops."""
+    n, _, _, c = xp.shape
+    (fh, fw), (sh, sw), (oh, ow) = win.filter_hw, win.stride_hw, win.out_hw
+    dh, dw = win.dilation_hw
+    phases: dict[int, np.ndarray] = {}
+    for b in range(fw):
+        off = b * dw
+        q, j = off % sw, off // sw
+        src = xp
+        if sw > 1:
+            src = phases.get(q)
+            if src is None:
+                src = phases[q] = np.ascontiguousarray(xp[:, :, q::sw])
+        cols = src[:, :, j:j + ow]
+        for a in range(fh):
+            rows = cols[:, a * dh:a * dh + (oh - 1) * sh + 1:sh]
+            yield a, b, rows.reshape(n, oh, ow * c)
+
+
+def direct_conv(x: np.ndarray, f: np.ndarray, win: Window2D) -> np.ndarray:
+    """2-D correlation (one group) of NHWC ``x`` [n, h, w, depth_in] with ``f``
+    [depth_out, fh, fw, depth_in], both of one float dtype: a 1x1 filter without padding is
+    one matrix product of the (strided) input; otherwise the padded input's patches
+    (im2col, [positions, fh * fw * depth_in], in chunks of output rows of at most
+    :data:`MAX_PATCH_ELEMENTS`) times the filter matrix. Returns [n, out_h, out_w,
+    depth_out] of ``x``'s dtype, C-contiguous. The caller checks
+    :data:`MAX_PADDED_ELEMENTS`."""
+    n, h, w, cin = x.shape
+    cout, fh, fw, _ = f.shape
+    (sh, sw), (oh, ow), (dh, dw) = win.stride_hw, win.out_hw, win.dilation_hw
+    fm = f.reshape(cout, fh * fw * cin).T
+    if n == 0:
+        return np.zeros((0, oh, ow, cout), x.dtype)
+    if fh == fw == 1 and not (win.pad_top or win.pad_bottom or win.pad_left or win.pad_right):
+        xs = x[:, :(oh - 1) * sh + 1:sh, :(ow - 1) * sw + 1:sw]
+        return np.matmul(xs.reshape(n * oh * ow, cin), fm).reshape(n, oh, ow, cout)
+    xp = padded_input(x, win)
+    s0, s1, s2, s3 = xp.strides
+    patches = np.lib.stride_tricks.as_strided(
+        xp, (n, oh, ow, fh, fw, cin), (s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3), writeable=False)
+    k = fh * fw * cin
+    out = np.empty((n, oh, ow, cout), x.dtype)
+    rows = max(1, MAX_PATCH_ELEMENTS // max(1, ow * k))
+    for b in range(n):
+        for i in range(0, oh, rows):
+            block = patches[b, i:i + rows]
+            m = block.shape[0] * ow
+            np.matmul(block.reshape(m, k), fm, out=out[b, i:i + rows].reshape(m, cout))
+    return out
+
+
+#: Output elements one block of the per-tap kernels holds (with its scratch, well within a
+#: core's L2 cache): the passes over a block's taps run on cached data.
+TAP_BLOCK_ELEMENTS = 1 << 16
+
+
+def depthwise_taps(x: np.ndarray, k: np.ndarray, bias: np.ndarray, activation: int,
+                   win: Window2D, multiplier: int) -> np.ndarray:
+    """DEPTHWISE_CONV_2D of NHWC ``x`` [n, h, w, depth_in] with ``k`` [fh, fw, depth_out]
+    (depth_out = depth_in * ``multiplier``; output channel ``c * multiplier + m`` reads
+    input channel ``c``), plus ``bias`` [depth_out], clamped to FuseCode ``activation``;
+    all of one float dtype. One multiply-accumulate pass per filter tap (:func:`tap_views`,
+    taps in row-major order), in blocks of output rows of about
+    :data:`TAP_BLOCK_ELEMENTS`. Returns [n, out_h, out_w, depth_out] of ``x``'s dtype,
+    C-contiguous. The caller checks :data:`MAX_PADDED_ELEMENTS` and :data:`MAX_TAPS`."""
+    n = x.shape[0]
+    (oh, ow) = win.out_hw
+    cout = k.shape[2]
+    if n == 0:
+        return np.zeros((0, oh, ow, cout), x.dtype)
+    if multiplier > 1:
+        x = np.repeat(x, multiplier, axis=3)
+    kt = np.tile(k, (1, 1, ow))  # [fh, fw, out_w * depth_out]: one row of the output
+    bt = np.tile(bias.astype(x.dtype, copy=False), ow)
+    lo, hi = activation_range(activation)
+    out = np.empty((n, oh, ow * cout), x.dtype)
+    views = sorted(tap_views(padded_input(x, win), win), key=lambda t: (t[0], t[1]))
+    rows = max(1, TAP_BLOCK_ELEMENTS // (n * ow * cout))
+    tmp = np.empty((n, min(rows, oh), ow * cout), x.dtype)
+    for i in range(0, oh, rows):
+        o = out[:, i:i + rows]
+        t = tmp[:, :o.shape[1]]
+        a, b, v = views[0]
+        np.multiply(v[:, i:i + rows], kt[a, b], out=o)
+        for a, b, v in views[1:]:
+            np.multiply(v[:, i:i + rows], kt[a, b], out=t)
+            np.add(o, t, out=o)
+        np.add(o, bt, out=o)
+        if activation:
+            np.clip(o, lo, hi, out=o)
+    return out.reshape(n, oh, ow, cout)
+
+
+def bias_activation(out: np.ndarray, bias: np.ndarray, activation: int) -> np.ndarray:
+    """``out`` [..., depth_out] plus ``bias`` [depth_out], clamped to FuseCode
+    ``activation``'s range, in place (``out``, C-contiguous, is returned)."""
+    c = out.shape[-1]
+    if out.size:
+        rows = out.reshape(-1, out.shape[-2] * c) if out.ndim >= 2 else out.reshape(1, c)
+        np.add(rows, np.tile(bias.astype(out.dtype, copy=False), rows.shape[1] // c), out=rows)
+    if activation:
+        lo, hi = activation_range(activation)
+        np.clip(out, lo, hi, out=out)
+    return out
 
 
 def check_work(macs: int) -> None:
@@ -624,13 +776,25 @@ def _kernel(kind: str):
         (fh, fw), (oh, ow) = p.win.filter_hw, p.win.out_hw
         batches, _, _, depth_in = p.in_nhwc
         check_work(batches * oh * ow * p.depth_out * fh * fw * (depth_in // p.groups))
-        f = to_float(flt)
-        if kind == DEPTHWISE:  # [1, fh, fw, depth_out] -> grouped form [depth_out, fh, fw, 1]
-            f = f[0].transpose(2, 0, 1)[..., None]
-        x = to_nhwc(to_float(inp), p.nchw)
-        real = window_conv(x, f, p.groups, *window_axes(p.win), p.win.out_hw)
-        real = apply_activation(real + bias_real(inp, flt, bias), p.activation)
-        return [from_nhwc(from_float(ctx.outputs[0], real), p.nchw)]
+        out = ctx.outputs[0]
+        dtype = compute_dtype(inp, flt, bias, out)
+        f = flt.value if dtype == np.float32 else to_float(flt)
+        x = to_nhwc(inp.value if dtype == np.float32 else to_float(inp), p.nchw)
+        b = bias.value if dtype == np.float32 else bias_real(inp, flt, bias)
+        direct = padded_size(x.shape, p.win) <= MAX_PADDED_ELEMENTS
+        if direct and (kind == CONV or (kind == GROUPED and p.groups == 1)):
+            real = bias_activation(direct_conv(x, f, p.win), b, p.activation)
+        elif direct and kind == DEPTHWISE and fh * fw <= MAX_TAPS:
+            real = depthwise_taps(x, f[0], b, p.activation, p.win, p.depth_out // depth_in)
+        else:
+            if kind == DEPTHWISE:  # [1, fh, fw, depth_out] -> grouped form [depth_out, fh, fw, 1]
+                f = f[0].transpose(2, 0, 1)[..., None]
+            real = window_conv(x.astype(np.float64, copy=False), f.astype(np.float64, copy=False),
+                               p.groups, *window_axes(p.win), p.win.out_hw).astype(dtype, copy=False)
+            real = bias_activation(real, b, p.activation)
+        if dtype != np.float32:
+            real = from_float(out, real)
+        return [from_nhwc(real, p.nchw)]
 
     return prepare, execute
 
