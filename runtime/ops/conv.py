@@ -63,7 +63,9 @@ detection, per-channel channelDim, feature levels) and the AOSP CPU ``prepare`` 
 ``common/OperationsExecutionUtils.cpp`` ``groupedConvPrepare`` / ``calculateExplicitPadding``
 (shape rules; SAME padding from the dilated filter extent).
 
-Arithmetic. Every form computes in float64 on real values (``common.to_float``: per-tensor or
+Arithmetic. TENSOR_FLOAT32 computes in float32 (matrix products through BLAS, as TFLite
+does; the CTS float32 criteria, atol 1e-5 + rtol 5.96e-7, hold for it on the whole corpus).
+Every other form computes in float64 on real values (``common.to_float``: per-tensor or
 per-channel dequantization) and stores once with ``common.from_float`` (quantized: round half
 away from zero, saturate; TENSOR_FLOAT16: one rounding at the end, the policy of ``common``).
 AOSP's quantized kernels use fixed-point multipliers; the criteria allow 1 quantum.
@@ -72,12 +74,18 @@ filter_scale`` is not invalid: as in AOSP, it needs feature level 3 (``validate`
 that; :func:`.common.meets_fl1_output_scale`). Departures from AOSP: none known; the layout
 and dilation inputs may also be omitted (no value), meaning NHWC and dilation 1.
 
-Kernel. :func:`window_conv` gathers, for chunks of output positions, the input cells each
-filter tap reads (cells outside the input read a zero) and contracts them with the filter
-by one batched matrix product per chunk (a batch per group). No padded copy of the input is
-made, so huge paddings and dilations cost memory in proportion to the output only; the work
-is bounded by :data:`MAX_MACS`. TRANSPOSE_CONV_2D (``transpose_conv.py``) uses the same
-kernel.
+Kernels. CONV_2D (and GROUPED_CONV_2D with one group): :func:`direct_conv`, a 1x1 filter
+without padding as one matrix product of the (strided) input, any other as the padded
+input's patches (im2col) times the filter matrix. DEPTHWISE_CONV_2D: :func:`depthwise_taps`,
+one multiply-accumulate pass over the output per filter tap, blocked by output rows, bias and
+activation fused. Both copy the input once, padded; when that copy would pass
+:data:`MAX_PADDED_ELEMENTS` (huge paddings or dilations), a depthwise window has more than
+:data:`MAX_TAPS` taps, or the groups are real (GROUPED_CONV_2D), :func:`window_conv` runs:
+it gathers, for chunks of output positions, the input cells each filter tap reads (cells
+outside the input read a zero) and contracts them with the filter by one batched matrix
+product per chunk (a batch per group), with no padded copy, so huge paddings and dilations
+cost memory in proportion to the output only. The work is bounded by :data:`MAX_MACS`.
+TRANSPOSE_CONV_2D (``transpose_conv.py``) uses :func:`window_conv` too.
 """
 from __future__ import annotations
 
