@@ -1,0 +1,6 @@
+"""``python -m mlts.stress``: see :func:`mlts.stress.main`."""
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,224 @@
+"""The runner: each stress test in its own process with a watchdog, outcomes classified and
+appended to a JSON-lines file as they happen.
+
+For each (test, driver) the runner spawns a test process (:func:`mlts.stress.core.test_main`,
+``multiprocessing`` spawn start method: a fresh interpreter that shares nothing with the
+runner, which never loads the driver) and waits for its result, its death, or the watchdog
+limit ``duration + grace`` seconds, whichever comes first:
+
+* a result -> the test's own outcome: SUCCESS, FAILURE (a check failed; message), or CRASH
+  (a client process of the test died of a signal the test did not send);
+* the process died without a result -> CRASH (``died of SIGABRT``, or the exit code), with
+  the crash site from the faulthandler dump in its log;
+* no result in time -> HANG: the runner asks for every thread's stack (SIGUSR1,
+  faulthandler), then kills the test's whole process group (SIGKILL); the message names
+  where the threads were stuck.
+
+The test's process group is always killed at the end, so no client survives its test. Then
+the next test runs. Each outcome is one record, appended and flushed at once::
+
+    {"test": str, "driver": str, "outcome": "SUCCESS" | "FAILURE" | "HANG" | "CRASH",
+     "duration": seconds (float), "message": str, "params": {...}, "details": {...},
+     "log": str (the tail of the test process's stderr; failures only), "started": ISO time}
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import multiprocessing
+import multiprocessing.connection
+import os
+import re
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .core import CRASH, FAILURE, HANG, SUCCESS, scratch_root, signal_name, test_main
+
+#: Characters of a failed test's log kept in its record.
+LOG_TAIL_CHARS = 4000
+#: Seconds a test process may take to exit after sending its result.
+EXIT_GRACE_S = 5.0
+#: Seconds given to faulthandler to dump the stacks of a hung test before it is killed.
+DUMP_WAIT_S = 0.5
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+
+
+def _frames(log: str) -> list[tuple[str, list[str]]]:
+    """faulthandler dumps in ``log``: [(thread header, [frames, innermost first])]."""
+    blocks, current = [], None
+    for line in log.splitlines():
+        if re.match(r"(Current thread|Thread) 0x[0-9a-f]+", line.strip()):
+            current = (line.strip(), [])
+            blocks.append(current)
+        elif current is not None and line.strip().startswith("File "):
+            current[1].append(line.strip())
+        elif current is not None and line.strip() == "":
+            current = None
+    return blocks
+
+
+#: Frames that only wait for other threads or processes: the runner's own orchestration.
+_ORCHESTRATION = re.compile(r"/stress/(core\.py\", line \d+ in (watch_clients|stop|test_main|client_main)|"
+                            r"tests\.py\", line \d+ in (_run_threads|_stop_compiler_processes|_compiler_processes))")
+_STDLIB = re.compile(r'File "[^"]*/lib/python3\.\d+/(?!site-packages/)')
+
+
+def _short(frame: str) -> str:
+    m = re.match(r'File "([^"]+)", line (\d+) in (\S+)', frame)
+    return f"{Path(m.group(1)).name}:{m.group(2)} in {m.group(3)}" if m else frame
+
+
+def crash_site(log: str) -> str:
+    """Innermost frame of the thread that crashed (faulthandler's "Current thread")."""
+    for header, frames in _frames(log):
+        if header.startswith("Current thread") and frames:
+            return _short(frames[0])
+    return ""
+
+
+def hang_sites(log: str) -> list[str]:
+    """Where the threads of the stack dumps in ``log`` were stuck: per thread, its innermost
+    frame outside the standard library, unless that is the stress suite's own waiting for
+    other threads or processes (at most 3, distinct)."""
+    sites = []
+    for _, frames in _frames(log):
+        own = next((f for f in frames if not _STDLIB.match(f)), None)
+        if own is None or _ORCHESTRATION.search(own):
+            continue
+        site = _short(own)
+        if site not in sites:
+            sites.append(site)
+    return sites[:3]
+
+
+def run_one(test: str, driver: str, params: dict, grace: float, log_dir: str | None = None) -> dict:
+    """Run ``test`` on ``driver`` in its own process under the watchdog; returns its record."""
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    log_file = tempfile.NamedTemporaryFile(prefix=f"nncts-stress-{test}-", suffix=".log", dir=log_dir or scratch_root(),
+                                           delete=False)
+    log_file.close()
+    mp = multiprocessing.get_context("spawn")
+    recv, send = mp.Pipe(duplex=False)
+    process = mp.Process(target=test_main, args=(test, driver, params, send, log_file.name), name=f"stress-{test}")
+    t0 = time.monotonic()
+    limit = float(params["duration"]) + float(grace)
+    process.start()
+    send.close()
+    result, progress, outcome, message = None, "", None, ""
+    try:
+        while result is None:
+            remaining = t0 + limit - time.monotonic()
+            if remaining <= 0:
+                break
+            ready = multiprocessing.connection.wait([recv, process.sentinel], remaining)
+            if recv in ready:
+                try:
+                    kind, payload = recv.recv()
+                except Exception:  # noqa: BLE001 - EOF or a torn message: the process is ending
+                    break
+                if kind == "progress":
+                    progress = payload
+                elif kind == "result":
+                    result = payload
+            elif process.sentinel in ready:
+                break
+        duration = time.monotonic() - t0
+        if result is None and time.monotonic() < t0 + limit:
+            # it is ending: its descriptors close before it can be reaped, so wait for it
+            process.join(max(0.0, min(EXIT_GRACE_S, t0 + limit - time.monotonic())))
+        if result is not None:
+            process.join(EXIT_GRACE_S)
+            outcome, message = result["outcome"], result["message"]
+        elif process.is_alive():
+            try:  # every process of the test dumps its threads' stacks (faulthandler)
+                os.killpg(process.pid, signal.SIGUSR1)
+            except OSError:
+                pass
+            time.sleep(DUMP_WAIT_S)
+            _kill_group(process.pid)
+            process.join()
+            outcome = HANG
+            sites = hang_sites(_read(log_file.name))
+            message = (f"no result {limit:.1f} s after the start (duration {float(params['duration']):g} s + "
+                       f"grace {float(grace):g} s): killed" + (f"; stuck in {', '.join(sites)}" if sites else ""))
+        else:
+            process.join()
+            outcome = CRASH
+            site = crash_site(_read(log_file.name))
+            message = (f"the test process died of {signal_name(process.exitcode)} after {duration:.1f} s"
+                       + (f" in {site}" if site else ""))
+        if outcome != SUCCESS and progress and result is None:
+            message += f"; last progress: {progress}"
+    finally:
+        if process.is_alive():
+            process.kill()
+            process.join()
+        _kill_group(process.pid)
+        recv.close()
+    record = {"test": test, "driver": driver, "outcome": outcome, "duration": round(duration, 3),
+              "message": message, "params": params, "details": (result or {}).get("details", {}),
+              "started": started}
+    if outcome != SUCCESS:
+        record["log"] = _read(log_file.name)[-LOG_TAIL_CHARS:]
+    os.unlink(log_file.name)
+    return record
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def run_tests(plan: list[tuple[str, str, dict]], grace: float, report: str | os.PathLike | None = None,
+              progress: bool = True, append: bool = False) -> list[dict]:
+    """Run each (test, driver, params) of ``plan`` in turn (:func:`run_one`); each record is
+    appended to the JSON-lines file ``report`` as soon as it is known (the file is started
+    afresh unless ``append``). Progress: a tqdm bar when tqdm is installed, else one line per
+    test on stderr (``progress=False``: nothing). Returns the records."""
+    out = None
+    if report is not None:
+        Path(report).parent.mkdir(parents=True, exist_ok=True)
+        out = open(report, "a" if append else "w", encoding="utf-8")
+    bar = None
+    if progress:
+        try:
+            from tqdm import tqdm
+            bar = tqdm(total=len(plan), unit="test", file=sys.stderr, dynamic_ncols=True)
+        except ImportError:
+            bar = None
+    records = []
+    try:
+        for k, (test, driver, params) in enumerate(plan):
+            if bar is not None:
+                bar.set_description(f"{test} [{driver}]")
+            record = run_one(test, driver, params, grace)
+            records.append(record)
+            if out is not None:
+                out.write(json.dumps(record, sort_keys=True) + "\n")
+                out.flush()
+            line = f"{record['outcome']:7s} {test} [{driver}] {record['duration']:.1f} s: {record['message']}"
+            if bar is not None:
+                bar.write(line)
+                bar.update(1)
+            elif progress:
+                print(f"[{k + 1}/{len(plan)}] {line}", file=sys.stderr, flush=True)
+    finally:
+        if bar is not None:
+            bar.close()
+        if out is not None:
+            out.close()
+    return records
+
+
+__all__ = ["run_one", "run_tests", "crash_site", "hang_sites", "SUCCESS", "FAILURE", "HANG", "CRASH"]

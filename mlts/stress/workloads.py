@@ -1,0 +1,371 @@
+"""The models the stress tests load, compile and run ("workloads"), named by spec strings so
+every process of a test (the test process, its clients) rebuilds the same ones:
+
+==================================  ===========================================================
+spec                                workload
+==================================  ===========================================================
+``corpus:<version>/<spec>``         a CTS corpus test model (``cts/corpus/<version>/<spec>.json.gz``;
+                                    the model named like the spec, else the first that is not an
+                                    ``expect_failure`` model); outputs judged with the NNAPI
+                                    accuracy criteria (:func:`runtime.testing.criteria.judge`)
+``graph:<configuration>:<seed>``    a random graph (:func:`random_graph.generator.generate`,
+                                    configurations of :mod:`random_graph.configs`); outputs
+                                    judged with the configuration's criteria set
+``<path>.tflite`` or a bundled      a TFLite model through the importer (:mod:`mlts.tflite_import`,
+model name (:mod:`mlts.models`)     :mod:`mlts.execute`); outputs compared with the first run of
+                                    the same driver in the same process (a stressed run must not
+                                    change results), float rtol 1e-4 / atol 1e-5, integers exact
+==================================  ===========================================================
+
+A workload is used as: ``build()`` (model loading: parse/import + front-end Model),
+``compile(device, built, cache_dir)`` (Compilation for exactly ``device``, optionally cached),
+``run(prepared)`` and ``check(result)`` (a list of problems, empty when right).
+``build_mapped(dir)`` loads the model with its constant tensors memory-mapped from a file
+(``Memory.from_file``, NNAPI ``ANeuralNetworksMemory_createFromFd``), as TFLite's NNAPI
+delegate does with an mmapped ``.tflite`` file: the corpus / graph constants are written once
+to ``<dir>/<name>.weights``; a ``.tflite`` workload maps the ``.tflite`` file itself.
+``unsupported(device)`` says why a driver cannot run the workload (the stress tests skip it,
+as MLTS's ``ignore_unsupported_models``), or None.
+"""
+from __future__ import annotations
+
+import hashlib
+import mmap
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+CORPUS_ROOT = Path(__file__).resolve().parents[2] / "cts" / "corpus"
+
+#: Small models that load and run in milliseconds on the reference driver: the default when
+#: the TFLite importer or its models are not available, and what CI uses.
+BUILTIN_MODELS = ("corpus:V1_0/conv_float_large", "corpus:V1_0/depthwise_conv2d_quant8_large",
+                  "corpus:V1_0/fully_connected_float_large", "graph:large-TENSOR_FLOAT32-rank4:1")
+
+
+class WorkloadError(ValueError):
+    """A model spec that names nothing loadable (the message names the spec)."""
+
+
+def _tflite_names() -> dict[str, Path]:
+    """Bundled model name -> .tflite path (empty when :mod:`mlts.models` is unavailable)."""
+    try:
+        from mlts.models import find_models
+        return {m.name: Path(m.path) for m in find_models()}
+    except Exception:  # noqa: BLE001 - optional registry (face models need their wheel)
+        return {}
+
+
+def default_models() -> list[str]:
+    """The bundled MLTS models when the importer and the model registry are importable,
+    else :data:`BUILTIN_MODELS`."""
+    import importlib
+    try:
+        importlib.import_module("mlts.execute")
+        importlib.import_module("mlts.tflite_import")
+    except Exception:  # noqa: BLE001
+        return list(BUILTIN_MODELS)
+    names = list(_tflite_names())
+    return names or list(BUILTIN_MODELS)
+
+
+def check_spec(spec: str) -> str:
+    """Validate the form of ``spec`` without loading it (cheap; for argument parsing).
+    Returns the spec; raises WorkloadError naming it."""
+    if spec.startswith("corpus:"):
+        rel = spec[len("corpus:"):]
+        if not (CORPUS_ROOT / f"{rel}.json.gz").is_file():
+            raise WorkloadError(f"model {spec!r}: no corpus spec {CORPUS_ROOT / rel}.json.gz")
+        return spec
+    if spec.startswith("graph:"):
+        m = re.fullmatch(r"graph:([^:]+):(\d+)", spec)
+        if not m:
+            raise WorkloadError(f"model {spec!r}: expected graph:<configuration>:<seed>")
+        from random_graph.configs import all_configs
+        if m.group(1) not in all_configs():
+            raise WorkloadError(f"model {spec!r}: no random-graph configuration {m.group(1)!r}")
+        return spec
+    if spec.endswith(".tflite"):
+        if not Path(spec).is_file():
+            raise WorkloadError(f"model {spec!r}: no such file")
+        return spec
+    if spec in _tflite_names():
+        return spec
+    raise WorkloadError(f"model {spec!r}: not corpus:<version>/<spec>, graph:<configuration>:<seed>, "
+                        f"a .tflite file or a bundled model name")
+
+
+def load_workload(spec: str) -> "Workload":
+    """The workload named by ``spec`` (see the module docstring). Raises WorkloadError."""
+    check_spec(spec)
+    if spec.startswith("corpus:"):
+        from runtime.testing.test_model import load_spec
+        rel = spec[len("corpus:"):]
+        models = [tm for tm in load_spec(CORPUS_ROOT / f"{rel}.json.gz") if not tm.expect_failure]
+        if not models:
+            raise WorkloadError(f"model {spec!r}: the spec has no model that is expected to run")
+        tm = next((tm for tm in models if tm.name == tm.spec), models[0])
+        return TestModelWorkload(spec, tm)
+    if spec.startswith("graph:"):
+        _, config_name, seed = spec.split(":")
+        return TestModelWorkload(spec, random_graph_model(config_name, int(seed)))
+    path = Path(spec) if spec.endswith(".tflite") else _tflite_names()[spec]
+    return TFLiteWorkload(spec, path)
+
+
+def random_graph_model(config_name: str, seed: int):
+    """Graph (``config_name``, ``seed``) as a TestModel judged with its criteria set. Raises
+    random_graph.generator.GenerationError when it cannot be drawn."""
+    from random_graph.configs import all_configs, criteria_for
+    from random_graph.generator import generate
+    config = all_configs()[config_name]
+    return generate(config, seed, criteria_for(config).name)
+
+
+def token_for(name: str) -> bytes:
+    """The 32-byte compilation-cache token of workload ``name``."""
+    return hashlib.sha256(f"nncts-stress/{name}".encode()).digest()
+
+
+class Workload:
+    """A model the stress tests load, compile and run (see the module docstring)."""
+
+    name: str
+
+    def unsupported(self, device) -> str | None:
+        raise NotImplementedError
+
+    def build(self):
+        raise NotImplementedError
+
+    def build_mapped(self, directory: Path):
+        raise NotImplementedError
+
+    def compile(self, device, built=None, cache_dir: Path | None = None):
+        raise NotImplementedError
+
+    def run(self, prepared):
+        raise NotImplementedError
+
+    def check(self, result) -> list[str]:
+        raise NotImplementedError
+
+
+# --- corpus models and random graphs (TestModel) ---------------------------------------------
+
+@dataclass
+class TestModelWorkload(Workload):
+    """A :class:`~runtime.testing.test_model.TestModel` with its expected outputs."""
+
+    __test__ = False  # not a pytest test class
+
+    name: str
+    tm: object
+    _layout: dict = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def unsupported(self, device) -> str | None:
+        from cts.harness import skip_reason
+        from runtime.errors import NnapiError
+        from runtime.nnapi import get_supported_operations_for_devices
+        skip = skip_reason(self.tm, device)
+        if skip:
+            return skip[1]
+        try:
+            supported = get_supported_operations_for_devices(self.build(), [device])
+        except NnapiError as e:
+            return f"get_supported_operations failed: {e}"
+        missing = [self.tm.main.operations[k].type.name for k, ok in enumerate(supported) if not ok]
+        return f"driver {device.name} does not support {', '.join(missing)}" if missing else None
+
+    def build(self):
+        from runtime.testing.frontend import build_model
+        return build_model(self.tm)
+
+    def _weights(self, directory: Path) -> tuple[Path, dict]:
+        """Write every constant tensor of the main subgraph to ``<directory>/<hash>.weights``
+        (64-byte aligned) once; returns (path, {operand index: (offset, length)})."""
+        from runtime.types import OperandLifeTime as L, is_tensor_type, operand_dtype
+        path = Path(directory) / f"{hashlib.sha1(self.name.encode()).hexdigest()[:16]}.weights"
+        with self._lock:
+            if self._layout.get("path") != path:
+                blob, layout = bytearray(), {}
+                for i, o in enumerate(self.tm.main.operands):
+                    if (o.lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE) and o.data is not None
+                            and is_tensor_type(o.type)):
+                        raw = np.ascontiguousarray(o.data, operand_dtype(o.type)).tobytes()
+                        if raw:
+                            blob.extend(b"\0" * (-len(blob) % 64))
+                            layout[i] = (len(blob), len(raw))
+                            blob.extend(raw)
+                tmp = path.with_suffix(".tmp")
+                tmp.write_bytes(bytes(blob) or b"\0")
+                tmp.replace(path)
+                self._layout = {"path": path, "layout": layout}
+            return path, self._layout["layout"]
+
+    def build_mapped(self, directory: Path):
+        """The front-end Model with each constant tensor of the main subgraph read from a
+        memory mapping of the weights file (``Memory.from_file``, PROT_READ); other operands
+        as :func:`runtime.testing.frontend.build_model`. A model with referenced subgraphs
+        (IF/WHILE) is built unmapped."""
+        from runtime.nnapi import Memory, Model
+        from runtime.testing.frontend import build_model
+        from runtime.types import OperandLifeTime as L, operand_dtype
+        tm = self.tm
+        if tm.referenced:
+            return build_model(tm)
+        path, layout = self._weights(directory)
+        memory = Memory.from_file(path, path.stat().st_size, 0, mmap.PROT_READ)
+        model = Model()
+        for i, o in enumerate(tm.main.operands):
+            model.add_operand(o.type, o.dimensions, o.scale, o.zero_point)
+            if o.channel_quant is not None:
+                model.set_operand_symm_per_channel_quant_params(i, *o.channel_quant)
+            if i in layout:
+                model.set_operand_value_from_memory(i, memory, *layout[i])
+            elif o.lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE):
+                model.set_operand_value(i, b"" if o.data is None else
+                                        np.ascontiguousarray(o.data, operand_dtype(o.type)).tobytes())
+            elif o.lifetime == L.NO_VALUE:
+                model.set_operand_value(i, None)
+        for op in tm.main.operations:
+            model.add_operation(op.type, op.inputs, op.outputs)
+        model.identify_inputs_and_outputs(tm.main.input_indexes, tm.main.output_indexes)
+        model.relax_computation_float32_to_float16(tm.is_relaxed)
+        model.finish()
+        return model
+
+    def compile(self, device, built=None, cache_dir: Path | None = None):
+        from runtime.nnapi import Compilation
+        c = Compilation.create_for_devices(built if built is not None else self.build(), [device])
+        if cache_dir is not None:
+            c.set_caching(str(cache_dir), token_for(self.name))
+        c.finish()
+        return c
+
+    def run(self, prepared):
+        from cts.harness import execute_compilation
+        return execute_compilation(prepared, self.tm, require_timing=False)[0]
+
+    def check(self, result) -> list[str]:
+        from runtime.testing.criteria import judge
+        outputs, dims = result
+        return judge(self.tm, outputs, dims)
+
+
+# --- TFLite models through the importer ------------------------------------------------------
+
+@dataclass
+class TFLiteWorkload(Workload):
+    """A ``.tflite`` file imported by :func:`mlts.tflite_import.import_tflite` and run by
+    :mod:`mlts.execute`; inputs from the bundled model's ``make_inputs`` when it has one,
+    else deterministic random values in each input's range. :meth:`check` compares with the
+    first result :meth:`check` saw in this process (the reference)."""
+
+    name: str
+    path: Path
+    _imported: object = field(default=None, repr=False)
+    _inputs: list = field(default=None, repr=False)
+    _reference: list = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def _import(self, source=None):
+        from mlts.tflite_import import import_tflite
+        return import_tflite(source if source is not None else str(self.path))
+
+    @property
+    def imported(self):
+        with self._lock:
+            if self._imported is None:
+                self._imported = self._import()
+            return self._imported
+
+    def inputs(self) -> list[np.ndarray]:
+        with self._lock:
+            if self._inputs is None:
+                self._inputs = _make_inputs(self.name, self._imported or self._import())
+            return self._inputs
+
+    def unsupported(self, device) -> str | None:
+        try:
+            self.imported
+        except Exception as e:  # noqa: BLE001 - the importer's refusal names the operator
+            return f"import failed: {type(e).__name__}: {e}"
+        return None
+
+    def build(self):
+        return self._import()
+
+    def build_mapped(self, directory: Path):
+        """Import from a read-only memory mapping of the ``.tflite`` file (the importer
+        parses the mapped bytes in place; the mapping lives as long as the import)."""
+        with open(self.path, "rb") as f:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        return self._import(memoryview(mapped))
+
+    def compile(self, device, built=None, cache_dir: Path | None = None):
+        from mlts.execute import prepare_imported
+        imported = built if built is not None else self.imported
+        return imported, prepare_imported(imported, device, cache_dir=None if cache_dir is None else str(cache_dir))
+
+    def run(self, prepared):
+        from mlts.execute import run_imported
+        imported, compiled = prepared
+        device = getattr(compiled, "device", None)
+        return run_imported(imported, device, self.inputs(), prepared=compiled).outputs
+
+    def check(self, result) -> list[str]:
+        outputs = [np.asarray(o) for o in result]
+        with self._lock:
+            if self._reference is None:
+                self._reference = outputs
+                return []
+            reference = self._reference
+        return compare_outputs(reference, outputs)
+
+
+def compare_outputs(reference: list[np.ndarray], outputs: list[np.ndarray]) -> list[str]:
+    """Problems of ``outputs`` against ``reference``: count, shape, then values (floats
+    within rtol 1e-4 + atol 1e-5, integers and booleans exact)."""
+    if len(outputs) != len(reference):
+        return [f"{len(outputs)} outputs, expected {len(reference)}"]
+    problems = []
+    for j, (want, got) in enumerate(zip(reference, outputs)):
+        if want.shape != got.shape:
+            problems.append(f"output {j}: shape {list(got.shape)}, expected {list(want.shape)}")
+        elif np.issubdtype(want.dtype, np.floating):
+            bad = ~np.isclose(got, want, rtol=1e-4, atol=1e-5, equal_nan=True)
+            if bad.any():
+                k = int(np.argmax(bad.reshape(-1)))
+                problems.append(f"output {j}: {int(bad.sum())} of {bad.size} values differ from the "
+                                f"first run (e.g. [{k}] {got.reshape(-1)[k]!r} vs {want.reshape(-1)[k]!r})")
+        elif not np.array_equal(got, want):
+            problems.append(f"output {j}: values differ from the first run")
+    return problems
+
+
+def _make_inputs(name: str, imported) -> list[np.ndarray]:
+    """Inputs of a bundled model (its ``make_inputs``), else seeded random values per input
+    (floats in [-1, 1], integers over the dtype's range clipped to [0, 255] / [-128, 127])."""
+    try:
+        from mlts.models import find_models
+        specs = {m.name: m for m in find_models([name])}
+        if name in specs:
+            return [np.asarray(x) for x in specs[name].make_inputs()]
+    except Exception:  # noqa: BLE001 - not a bundled model
+        pass
+    rng = np.random.default_rng(0)
+    out = []
+    for t in imported.inputs:
+        shape = tuple(getattr(t, "shape", ()))
+        dtype = np.dtype(getattr(t, "dtype", np.float32))
+        if np.issubdtype(dtype, np.floating):
+            out.append(rng.uniform(-1, 1, shape).astype(dtype))
+        else:
+            info = np.iinfo(dtype)
+            out.append(rng.integers(max(info.min, -128), min(info.max, 255) + 1, shape).astype(dtype))
+    return out
