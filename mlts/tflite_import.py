@@ -37,7 +37,8 @@ memory pool per partition, like the delegate's mmap sharing), smaller ones CONST
 Operator mapping (TFLite builtin -> NNAPI; options as the delegate's ``Map``):
 
 - ADD, SUB, MUL, DIV -> same (+ fused activation; NNAPI broadcasts like TFLite). A fused
-  TANH activation, which NNAPI's FuseCode cannot express, becomes a following TANH.
+  TANH or SIGN_BIT activation (any operator) is dropped, noted in the mapping: TFLite's
+  kernels ignore it (``CalculateActivationRange`` clamps only for RELU, RELU_N1_TO_1, RELU6).
 - CONV_2D -> CONV_2D (implicit padding SAME=1/VALID=2, strides, activation; the layout flag
   and dilations only when a dilation is not 1); a missing bias becomes a zero bias; a float
   input with int8/uint8 weights (hybrid) gets DEQUANTIZE operations for weights and bias
@@ -52,7 +53,7 @@ Operator mapping (TFLite builtin -> NNAPI; options as the delegate's ``Map``):
 - TRANSPOSE_CONV -> TRANSPOSE_CONV_2D (inputs reordered; zero bias when absent).
 - AVERAGE_POOL_2D, MAX_POOL_2D, L2_POOL_2D -> same (padding, strides, filter, activation).
 - CONCATENATION -> CONCATENATION (axis made non-negative); a fused activation becomes a
-  following RELU/RELU1/RELU6/TANH. PACK -> a RESHAPE per input (inserting the axis) +
+  following RELU/RELU1/RELU6. PACK -> a RESHAPE per input (inserting the axis) +
   CONCATENATION (the delegate's CONCATENATION + RESHAPE lowering, valid for every axis).
 - RESHAPE -> RESHAPE (new shape = the output tensor's static shape); SQUEEZE -> SQUEEZE;
   EXPAND_DIMS, TRANSPOSE, SLICE, STRIDED_SLICE (no ellipsis / new-axis masks), GATHER, TILE,
@@ -214,7 +215,7 @@ class OperatorMapping:
     def target(self) -> str:
         """One line: the NNAPI operations, or ``CPU fallback: <reason>``, ``folded: ...``."""
         if self.status == "nnapi":
-            return " + ".join(self.nnapi)
+            return " + ".join(self.nnapi) + (f" ({self.reason})" if self.reason else "")
         if self.status == "folded":
             return f"folded at import: {self.reason}"
         if self.status == "fallback":
@@ -569,6 +570,7 @@ class _Builder:
         self.produced: set[int] = set()
         self.operators: list[int] = []
         self.current = -1
+        self.note = ""  # a remark on the operator being mapped (shown in the mapping)
 
     # -- transactions (an operator that turns out unmappable leaves no trace) --
     def checkpoint(self):
@@ -714,7 +716,7 @@ class _Builder:
 # --- operator mappings -----------------------------------------------------------------------
 
 _PADDING = {0: 1, 1: 2}  # TFLite Padding SAME/VALID -> NNAPI PaddingCode SAME/VALID
-_POST_ACTIVATION = {1: OP.RELU, 2: OP.RELU1, 3: OP.RELU6, 4: OP.TANH}
+_POST_ACTIVATION = {1: OP.RELU, 2: OP.RELU1, 3: OP.RELU6}
 
 
 def _padding(op: _Op) -> int:
@@ -724,35 +726,31 @@ def _padding(op: _Op) -> int:
     return _PADDING[p]
 
 
-def _act_code(b: _Builder, op: _Op, key="FusedActivationFunction") -> tuple[int, OP | None]:
-    """(FuseCode for the NNAPI operation, a following activation operation or None)."""
+def _act_code(b: _Builder, op: _Op, key="FusedActivationFunction") -> int:
+    """The NNAPI FuseCode of the operator's fused activation. TFLite's kernels clamp only
+    for RELU, RELU_N1_TO_1 and RELU6 (``CalculateActivationRange`` leaves TANH and SIGN_BIT
+    unclamped), so those two become NONE, noted in the mapping."""
     act = int(op.options.get(key, 0))
     if act in (0, 1, 2, 3):
-        return act, None
-    if act == 4 and b.info(op.outputs[0]).type_name == "FLOAT32":
-        return 0, OP.TANH
-    raise _Unmappable(f"fused activation {ACTIVATIONS.get(act, act)}")
+        return act
+    b.note = (f"fused {ACTIVATIONS.get(act, act)} dropped: TFLite's kernels ignore it")
+    return 0
 
 
 def _emit(b: _Builder, op: _Op, nn: OP, before: list[int], after=(), *, key="FusedActivationFunction",
           fused=True) -> list[str]:
     """Emit ``nn`` with inputs ``before`` + [FuseCode] + ``after`` (``fused``; else the
-    activation, if any, always follows as its own operation) writing output 0."""
-    act = int(op.options.get(key, 0))
+    activation, if any, follows as a RELU / RELU1 / RELU6 operation) writing output 0."""
     out_t = op.outputs[0]
-    post = None
+    code = _act_code(b, op, key)
     if fused:
-        code, post = _act_code(b, op, key)
-        ins = list(before) + [b.i32(code)] + list(after)
-    else:
-        ins = list(before) + list(after)
-        if act:
-            if act not in _POST_ACTIVATION or (act == 4 and b.info(out_t).type_name != "FLOAT32"):
-                raise _Unmappable(f"fused activation {ACTIVATIONS.get(act, act)}")
-            post = _POST_ACTIVATION[act]
-    if post is None:
+        b.op(nn, list(before) + [b.i32(code)] + list(after), [b.output(out_t)])
+        return [nn.name]
+    ins = list(before) + list(after)
+    if not code:
         b.op(nn, ins, [b.output(out_t)])
         return [nn.name]
+    post = _POST_ACTIVATION[code]
     tmp = b.temp_like(out_t)
     b.op(nn, ins, [tmp])
     b.op(post, [tmp], [b.output(out_t)])
@@ -894,17 +892,10 @@ def _map_fully_connected(b: _Builder, op: _Op) -> list[str]:
         _require(w.quantized_dimension == 0, "per-channel weights not along dimension 0")
         wk = b.const(wv.reshape(units, 1, 1, in_size), ty, channel_quant=cq)
         _, bk, _ = _weights_and_bias(b, op, x, w_t, bias_t, units, w_operand=wk)
-        code, post = _act_code(b, op)
         y4 = b.temp_like(op.outputs[0], (batch, 1, 1, units))
-        b.op(OP.CONV_2D, [x4, wk, bk, b.i32(2), b.i32(1), b.i32(1), b.i32(code)], [y4])
-        names = ["RESHAPE", "CONV_2D", "RESHAPE"]
-        if post is not None:
-            y2 = b.temp_like(op.outputs[0], (batch, 1, 1, units))
-            b.op(post, [y4], [y2])
-            y4 = y2
-            names.append(post.name)
+        b.op(OP.CONV_2D, [x4, wk, bk, b.i32(2), b.i32(1), b.i32(1), b.i32(_act_code(b, op))], [y4])
         b.op(OP.RESHAPE, [y4, b.i32_vector(_dims(out.shape))], [b.output(op.outputs[0])])
-        return names
+        return ["RESHAPE", "CONV_2D", "RESHAPE"]
     if not 2 <= len(x.shape) <= 4:
         x2 = b.temp_like(x_t, (batch, in_size))
         b.op(OP.RESHAPE, [xk, b.i32_vector([batch, in_size])], [x2])
@@ -916,15 +907,9 @@ def _map_fully_connected(b: _Builder, op: _Op) -> list[str]:
         return names + _emit(b, op, OP.FULLY_CONNECTED, [xk, wk, bk])
     _require(int(np.prod(out.shape)) == batch * units,
              f"output shape {list(out.shape)} does not hold [{batch}, {units}]")
-    code, post = _act_code(b, op)
     y = b.temp_like(op.outputs[0], (batch, units))
-    b.op(OP.FULLY_CONNECTED, [xk, wk, bk, b.i32(code)], [y])
+    b.op(OP.FULLY_CONNECTED, [xk, wk, bk, b.i32(_act_code(b, op))], [y])
     names.append("FULLY_CONNECTED")
-    if post is not None:
-        y2 = b.temp_like(op.outputs[0], (batch, units))
-        b.op(post, [y], [y2])
-        y = y2
-        names.append(post.name)
     b.op(OP.RESHAPE, [y, b.i32_vector(_dims(out.shape))], [b.output(op.outputs[0])])
     return names + ["RESHAPE"]
 
@@ -1110,9 +1095,19 @@ def _map_strided_slice(b: _Builder, op: _Op) -> list[str]:
     o = op.options
     _require(not o.get("EllipsisMask", 0) and not o.get("NewAxisMask", 0), "ellipsis or new-axis mask")
     _require(not o.get("Offset", False), "offset strided slice")
-    ins = [b.tensor(op.inputs[0])] + [b.i32_vector(_const_value(b, t, "a slice parameter"))
-                                       for t in op.inputs[1:4]]
-    ins += [b.i32(o.get("BeginMask", 0)), b.i32(o.get("EndMask", 0)), b.i32(o.get("ShrinkAxisMask", 0))]
+    begin, end, strides = (_const_value(b, t, "a slice parameter").astype(np.int64).reshape(-1).copy()
+                           for t in op.inputs[1:4])
+    shape = b.info(op.inputs[0]).shape
+    bmask, emask, shrink = int(o.get("BeginMask", 0)), int(o.get("EndMask", 0)), int(o.get("ShrinkAxisMask", 0))
+    for i in range(len(begin)):
+        if shrink >> i & 1:
+            # TFLite takes begin[i] and ignores end[i]; NNAPI wants the size-1 slice spelled out.
+            first = begin[i] + shape[i] if begin[i] < 0 else begin[i]
+            begin[i], end[i], strides[i] = first, first + 1, 1
+            bmask &= ~(1 << i)
+            emask &= ~(1 << i)
+    ins = [b.tensor(op.inputs[0]), b.i32_vector(begin), b.i32_vector(end), b.i32_vector(strides),
+           b.i32(bmask), b.i32(emask), b.i32(shrink)]
     b.op(OP.STRIDED_SLICE, ins, [b.output(op.outputs[0])])
     return ["STRIDED_SLICE"]
 
@@ -1361,7 +1356,7 @@ class _Importer:
             reason = refused.get(op.index)
             if mapper is not None and reason is None:
                 cp = b.checkpoint()
-                b.current = op.index
+                b.current, b.note = op.index, ""
                 try:
                     names = mapper(b, op)
                 except _Unmappable as e:
@@ -1372,7 +1367,7 @@ class _Importer:
                     reason = f"no NNAPI mapping: malformed operator ({type(e).__name__}: {e})"
                 else:
                     b.operators.append(op.index)
-                    entries.append(OperatorMapping(op.index, op.builtin, "nnapi", names))
+                    entries.append(OperatorMapping(op.index, op.builtin, "nnapi", names, reason=b.note))
                     mapping.append(entries[-1])
                     continue
             elif reason is None:
