@@ -1,7 +1,8 @@
 """The MLTS report: one self-contained, offline HTML page per run (jinja2 template
 ``templates/mlts.html.j2``; charts drawn by matplotlib and inlined as SVG, no script, no CDN,
 no external file), with ``<stem>.json`` (the run document below, verbatim) and
-``<stem>.csv`` (one row per model) beside it, and ``<stem>-stress.csv`` when stress tests ran.
+``<stem>.csv`` (one row per model) beside it, and ``<stem>-stress.csv`` when stress tests ran
+(``<stem>.csv`` in a stress-only run).
 
 The run document (plain JSON-serializable dicts; :mod:`mlts.run` builds it, the
 ``nncts stress`` command builds one with stress outcomes only)::
@@ -48,8 +49,10 @@ The run document (plain JSON-serializable dicts; :mod:`mlts.run` builds it, the
                 "reference": str (what TFLite ran, e.g. "ai-edge-litert 2.3.0 builtin kernels"),
                 "detection_note": str (why detections were not decoded)}
 
-    STRESS = {"test": str, "driver": str, "outcome": "SUCCESS" | "FAILURE" | "HANG" | "CRASH",
-              "expected": outcome or None, "duration_s": float, "detail": str}
+    STRESS = a record of mlts.stress (``run_tests``): {"test": str, "driver": str,
+              "outcome": "SUCCESS" | "FAILURE" | "HANG" | "CRASH", "duration": seconds,
+              "message": str, "params": {...}, "details": {...}, "log": str (tail, when not SUCCESS),
+              "expected": outcome (optional)}   ("duration_s" and "detail" are accepted too)
 
 Latency comparison (the better/worse markers): ratio = the driver's mean latency in a mode /
 the TFLite kernel's mean latency (ai-edge-litert, 1 thread); below :data:`PAR_BAND` of 1 the
@@ -142,6 +145,21 @@ def group_operators(entries) -> list[dict]:
                 start = None
         out.append({"builtin": builtin, "reason": reason, "count": len(idx), "indexes": ", ".join(runs)})
     return out
+
+
+def stress_rows(records) -> list[dict]:
+    """The stress table's rows: ``test``, ``driver``, ``outcome``, ``expected`` (when the
+    record says), ``duration_s``, ``detail`` (the message), ``params`` (one line: the
+    test's parameters but its model list) and ``log`` (the tail kept for a non-SUCCESS)."""
+    rows = []
+    for r in records or []:
+        params = {k: v for k, v in (r.get("params") or {}).items() if k != "models"}
+        rows.append({"test": r.get("test"), "driver": r.get("driver"), "outcome": r.get("outcome"),
+                     "expected": r.get("expected"),
+                     "duration_s": r.get("duration_s", r.get("duration")),
+                     "detail": r.get("detail", r.get("message", "")) or "",
+                     "params": ", ".join(f"{k}={v}" for k, v in params.items()), "log": r.get("log") or ""})
+    return rows
 
 
 def _max_errors(acc: dict | None) -> tuple[float | None, float | None]:
@@ -391,12 +409,14 @@ def render_html(doc: dict) -> str:
                              "markers": {b: ratio_marker(latency_ratio(m, "sync", b)) for b in BASELINES}})
     return _ENV.get_template("mlts.html.j2").render(
         doc=doc, views=views, summary_rows=summary_rows, totals=totals(doc), baselines=BASELINES,
-        ratio_chart=ratio_chart(doc, "ratio-sync"), fmt=_fmt, par_band=PAR_BAND, status=model_status)
+        ratio_chart=ratio_chart(doc, "ratio-sync"), fmt=_fmt, par_band=PAR_BAND, status=model_status,
+        stress=stress_rows(doc.get("stress")))
 
 
 def write_report(doc: dict, out_dir: str | Path, stem: str = "mlts") -> list[Path]:
-    """Write ``<stem>.html``, ``<stem>.json`` and ``<stem>.csv`` (plus ``<stem>-stress.csv``
-    when ``doc["stress"]`` has outcomes) into ``out_dir`` (created), each replaced atomically
+    """Write ``<stem>.html``, ``<stem>.json`` and ``<stem>.csv`` (one row per model; plus
+    ``<stem>-stress.csv`` when ``doc["stress"]`` has outcomes, which is ``<stem>.csv`` itself
+    in a run without models) into ``out_dir`` (created), each replaced atomically
     so a reader never sees half a file; returns their paths. ``doc["generated"]`` is set to now
     when missing."""
     out = Path(out_dir)
@@ -415,7 +435,7 @@ def write_report(doc: dict, out_dir: str | Path, stem: str = "mlts") -> list[Pat
     if doc.get("models"):
         put(f"{stem}.csv", lambda p: _write_csv(p, CSV_COLUMNS, csv_rows(doc)))
     if doc.get("stress"):
-        cols = ["test", "driver", "outcome", "expected", "duration_s", "detail"]
-        put(f"{stem}-stress.csv", lambda p: _write_csv(
-            p, cols, [{c: ("" if s.get(c) is None else s.get(c)) for c in cols} for s in doc["stress"]]))
+        cols = ["test", "driver", "outcome", "expected", "duration_s", "detail", "params"]
+        put(f"{stem}-stress.csv" if doc.get("models") else f"{stem}.csv", lambda p: _write_csv(
+            p, cols, [{c: ("" if r.get(c) is None else r.get(c)) for c in cols} for r in stress_rows(doc["stress"])]))
     return paths

@@ -330,11 +330,25 @@ def new_document(driver: dict, settings: RunSettings, title: str | None = None) 
             "models": [], "stress": None}
 
 
+def stress_plan(driver: str, duration_s: float | None = None, tests=None) -> list:
+    """The stress suite's plan (mlts.stress.plan) of ``tests`` (names or globs; all when None)
+    on ``driver``, each running ``duration_s`` seconds (the suite's default when None).
+    Raises UsageError for an unknown test or a bad duration."""
+    from . import stress
+    try:
+        return stress.plan(list(tests) if tests else None, [driver], duration=duration_s)
+    except ValueError as e:   # mlts.stress.UsageError is a ValueError
+        raise UsageError(str(e)) from None
+
+
 def run(driver: str = "sample", models=None, report_dir="nncts-report", quick: bool = False,
-        settings: RunSettings | None = None, progress: bool = True) -> dict:
+        settings: RunSettings | None = None, progress: bool = True, stress: list | None = None,
+        stress_grace_s: float | None = None) -> dict:
     """Measure ``models`` (names; all bundled when None) on ``driver`` and write the report
-    into ``report_dir``; returns the run document. Raises UsageError (before measuring
-    anything) for an unknown driver or model, or a report directory that cannot be used."""
+    into ``report_dir``; then, with ``stress`` (a :func:`stress_plan`), run the stress tests
+    (records in ``stress.jsonl``, outcomes in the same page). Returns the run document.
+    Raises UsageError (before measuring anything) for an unknown driver or model, or a report
+    directory that cannot be used."""
     from reports.records import RecordWriter
     settings = settings or (QUICK if quick else STANDARD)
     ident = driver_identity(driver)
@@ -356,6 +370,11 @@ def run(driver: str = "sample", models=None, report_dir="nncts-report", quick: b
             report.write_report(doc, out)
             bar.write(_line(record))
             bar.update(1)
+        bar.close()
+        if stress:
+            from .stress import DEFAULT_GRACE_S, run_tests
+            doc["stress"] = run_tests(stress, DEFAULT_GRACE_S if stress_grace_s is None else stress_grace_s,
+                                      out / "stress.jsonl", progress=progress)
         doc["complete"] = True
     finally:
         bar.close()

@@ -186,14 +186,69 @@ def _mlts(args, parser) -> int:
     if args.no_isolate:
         settings = run.with_settings(settings, isolate=False)
     try:
-        doc = run.run(args.driver, names or None, args.report_dir, settings=settings, progress=not args.no_progress)
+        if args.stress_duration is not None and args.stress_duration <= 0:
+            raise run.UsageError("--stress-duration must be positive")
+        stress = None
+        if args.stress:
+            stress = run.stress_plan(args.driver, args.stress_duration if args.stress_duration is not None
+                                     else (3.0 if args.quick else None))
+        doc = run.run(args.driver, names or None, args.report_dir, settings=settings, progress=not args.no_progress,
+                      stress=stress)
     except run.UsageError as e:
         parser.exit(2, f"{prog}: error: {' '.join(str(e).split())}\n")
     t = report.totals(doc)
-    print(f"{t['models']} models: {t['passed']} passed, {t['inaccurate']} inaccurate, {t['failed']} failed")
+    print(f"{t['models']} models: {t['passed']} passed, {t['inaccurate']} inaccurate, {t['failed']} failed"
+          + (f"; stress: {', '.join(f'{n} {o}' for o, n in t['stress'].items())}" if t["stress"] else ""))
     out = Path(args.report_dir)
-    print("report:", ", ".join(str(out / f) for f in ("mlts.html", "mlts.json", "mlts.csv", "mlts.jsonl")))
-    return 0 if t["passed"] == t["models"] else 1
+    files = ["mlts.html", "mlts.json", "mlts.csv", "mlts.jsonl"] + (["mlts-stress.csv", "stress.jsonl"] if stress else [])
+    print("report:", ", ".join(str(out / f) for f in files))
+    ok = t["passed"] == t["models"] and all(o == "SUCCESS" for o in t["stress"])
+    return 0 if ok else 1
+
+
+def _stress(argv: list[str], parser) -> int:
+    """``nncts stress [--report-dir DIR] ...``: :func:`mlts.stress.main` with the records in
+    ``DIR/stress.jsonl`` (unless ``--report`` names a file), then ``stress.html`` /
+    ``stress.json`` / ``stress.csv`` rendered from them (:mod:`mlts.report`). Its exit
+    code: 0 when every test is SUCCESS, 1 otherwise, 2 for misuse (one line)."""
+    prog = "nncts stress"
+    report_dir, rest, i = "nncts-report", [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--report-dir" or a.startswith("--report-dir="):
+            if "=" in a:
+                report_dir = a.split("=", 1)[1]
+            elif i + 1 < len(argv):
+                report_dir, i = argv[i + 1], i + 1
+            else:
+                parser.exit(2, f"{prog}: error: argument --report-dir: expected one argument\n")
+        else:
+            rest.append(a)
+        i += 1
+    try:
+        from mlts.stress import main as stress_main
+    except ImportError as e:
+        parser.exit(2, f"{prog}: error: {e} (pip install 'nncts[mlts]')\n")
+    listing = any(a in ("--list", "-h", "--help") for a in rest)
+    records = None
+    if not listing and not any(a == "--report" or a.startswith("--report=") for a in rest):
+        out = Path(report_dir)
+        if not out.resolve().parent.is_dir():
+            parser.exit(2, f"{prog}: error: --report-dir {out}: parent directory {out.resolve().parent} "
+                           f"does not exist\n")
+        records = out / "stress.jsonl"
+        rest += ["--report", str(records)]
+    code = int(stress_main(rest, prog=prog) or 0)
+    if records is not None and records.exists():
+        from mlts import report, run
+        from reports.records import read_records
+        recs = read_records(records)
+        drivers = sorted({r.get("driver", "?") for r in recs})
+        doc = {"title": f"nncts stress: driver {', '.join(drivers)}", "complete": True,
+               "driver": None, "environment": run.environment(), "settings": {}, "models": [], "stress": recs}
+        paths = report.write_report(doc, records.parent, stem="stress")
+        print("report:", ", ".join(str(p) for p in [records, *paths]))
+    return code
 
 
 def _add_mlts_parser(sub):
@@ -215,6 +270,10 @@ def _add_mlts_parser(sub):
                    help="seconds one model may take before it counts as a hang (default 1800; 900 with --quick)")
     p.add_argument("--no-isolate", action="store_true",
                    help="run the models in this process (debugging; a crashing driver then ends the run)")
+    p.add_argument("--stress", action="store_true",
+                   help="then run the stress tests (nncts stress) on the driver, outcomes in the same report")
+    p.add_argument("--stress-duration", type=float, default=None, metavar="SECONDS",
+                   help="seconds each stress test runs (default: the stress suite's; 3 with --quick)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     msub = p.add_subparsers(dest="mlts_command", required=False)
     imp = msub.add_parser("import", help="print how each operator of a .tflite file maps to NNAPI")
@@ -273,15 +332,12 @@ def main(argv=None) -> int:
     specs.add_argument("--out", default=None, help="where to build (default: cts/specs/built)")
     _add_mlts_parser(sub)
     sub.add_parser("stress", help="MLTS-style crash and hang stress tests, each in its own process with a "
-                                  "watchdog (SUCCESS / FAILURE / HANG / CRASH); 'nncts stress --help' for "
-                                  "its options", add_help=False)
+                                  "watchdog (SUCCESS / FAILURE / HANG / CRASH), written to stress.jsonl/.html/"
+                                  ".json/.csv under --report-dir DIR (default nncts-report); "
+                                  "'nncts stress --help' for its other options", add_help=False)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["stress"]:
-        try:
-            from mlts.stress import main as stress_main
-        except ImportError as e:
-            parser.exit(2, f"nncts stress: error: {e} (pip install 'nncts[mlts]')\n")
-        return int(stress_main(argv[1:]) or 0)
+        return _stress(argv[1:], parser)
     args, extra = parser.parse_known_args(argv)
     if args.command == "specs" and not extra:
         from cts.specs.__main__ import main as specs_main

@@ -75,14 +75,18 @@ def fixture_doc() -> dict:
                         "cpu_count": 2},
         "settings": {"min_duration_s": 1.0, "min_iterations": 20, "warmup": 5},
         "models": [mobilenet, face, broken],
-        "stress": [{"test": "parallel_inference", "driver": "sample", "outcome": "SUCCESS", "expected": None,
-                    "duration_s": 2.5, "detail": ""},
-                   {"test": "parallel_inference", "driver": "crashing", "outcome": "CRASH", "expected": "CRASH",
-                    "duration_s": 0.75, "detail": "killed by SIGSEGV"},
-                   {"test": "parallel_inference", "driver": "hanging", "outcome": "HANG", "expected": "HANG",
-                    "duration_s": 5.0, "detail": "no result after 3 s + 2 s grace"},
-                   {"test": "client_early_termination", "driver": "sample", "outcome": "FAILURE",
-                    "expected": None, "duration_s": 1.0, "detail": "OP_FAILED"}],
+        # records as mlts.stress.run_tests writes them
+        "stress": [{"test": "parallel-inference", "driver": "sample", "outcome": "SUCCESS", "duration": 2.5,
+                    "message": "320 inferences checked", "params": {"threads": 8, "duration": 2.0,
+                                                                    "models": ["a", "b"]}, "details": {}},
+                   {"test": "parallel-inference", "driver": "mlts.stress_drivers:crashing", "outcome": "CRASH",
+                    "duration": 0.75, "message": "the test process died of SIGABRT after 0.7 s",
+                    "params": {"threads": 8}, "log": "Fatal Python error: Aborted", "expected": "CRASH"},
+                   {"test": "parallel-inference", "driver": "mlts.stress_drivers:hanging", "outcome": "HANG",
+                    "duration": 5.0, "message": "no result 5.0 s after the start", "params": {"threads": 8},
+                    "expected": "HANG"},
+                   {"test": "client-early-termination", "driver": "sample", "outcome": "FAILURE",
+                    "duration": 1.0, "message": "OP_FAILED", "params": {}}],
     }
 
 
@@ -105,6 +109,9 @@ def test_csv_and_json_beside_the_page(tmp_path):
     doc = fixture_doc()
     paths = report.write_report(doc, tmp_path)
     assert [p.name for p in paths] == ["mlts.html", "mlts.json", "mlts.csv", "mlts-stress.csv"]
+    stress_only = {**doc, "models": []}
+    assert [p.name for p in report.write_report(stress_only, tmp_path / "s", "stress")] == [
+        "stress.html", "stress.json", "stress.csv"]
     assert json.loads((tmp_path / "mlts.json").read_text()) == doc
     rows = list(csv.DictReader(open(tmp_path / "mlts.csv")))
     assert [r["model"] for r in rows] == ["mobilenet_v1_1.0_224", "face_detection_full_range_sparse", "broken_model"]
@@ -115,6 +122,8 @@ def test_csv_and_json_beside_the_page(tmp_path):
     assert rows[2]["errors"].startswith("import: broken.tflite: not a TFLite flatbuffer")
     stress = list(csv.DictReader(open(tmp_path / "mlts-stress.csv")))
     assert [s["outcome"] for s in stress] == ["SUCCESS", "CRASH", "HANG", "FAILURE"]
+    assert [s["expected"] for s in stress] == ["", "CRASH", "HANG", ""]
+    assert stress[1]["detail"] == "the test process died of SIGABRT after 0.7 s" and stress[0]["duration_s"] == "2.5"
     assert not list(tmp_path.glob("*.tmp"))
 
 
@@ -175,9 +184,12 @@ def test_rendered_page_shows_charts_tables_markers_stress_and_environment(tmp_pa
     assert "<b>DEQUANTIZE</b> ×4 (op 4-6, 9): constant float16" in dom
     assert "import failed:</b> broken.tflite: not a TFLite flatbuffer" in dom
     # stress and environment
-    assert _row(dom, "stress-table", "client_early_termination") == [
+    assert _row(dom, "stress-table", "client-early-termination") == [
         "sample", "FAILURE", "", "1", "OP_FAILED"]
-    assert _row(dom, "stress-table", "parallel_inference")[:3] == ["sample", "SUCCESS", ""]
+    assert _row(dom, "stress-table", "parallel-inference")[:4] == ["sample", "SUCCESS", "", "2.5"]
+    assert "threads=8, duration=2.0" in dom and "Fatal Python error: Aborted" in dom
+    assert _row(dom, "stress-matrix", "parallel-inference") == ["SUCCESS", "CRASH", "HANG"]
+    assert _row(dom, "stress-matrix", "client-early-termination") == ["FAILURE", "", ""]
     assert '<td class="CRASH">CRASH</td>' in dom and '<td class="HANG">HANG</td>' in dom
     assert _row(dom, "environment-table", "ai_edge_litert") == ["2.3.0"]
     assert _row(dom, "environment-table", "driver spec") == ["sample"]
