@@ -204,6 +204,23 @@ def _svg(fig, chart_id: str, title: str) -> str:
     return svg.replace("<svg ", f'<svg class="chart" id="{chart_id}" role="img" aria-label="{html.escape(title)}" ', 1)
 
 
+#: Drawn charts by (function, chart id, digest of the data drawn): a run re-renders its page
+#: after every model, and each model's charts are then drawn once (about 0.5 s each).
+_CHARTS: dict[tuple[str, str, str], str | None] = {}
+
+
+def _cached(fn, data, chart_id: str, *args):
+    """``fn(*args)`` unless the same chart of the same ``data`` was drawn before."""
+    import hashlib
+    digest = hashlib.sha1(json.dumps(data, sort_keys=True, default=_json_default).encode()).hexdigest()
+    key = (fn.__name__, chart_id, digest)
+    if key not in _CHARTS:
+        if len(_CHARTS) > 512:
+            _CHARTS.clear()
+        _CHARTS[key] = fn(*args)
+    return _CHARTS[key]
+
+
 def _series(model: dict) -> list[tuple[str, str, dict]]:
     """(label, colour key, STATS) of every latency measured for ``model``: driver modes, then
     the TFLite baselines."""
@@ -394,11 +411,15 @@ def render_html(doc: dict) -> str:
                                     "markers": {b: ratio_marker(latency_ratio(m, mode, b)) for b in BASELINES}})
         baseline_rows = [{"label": f"TFLite {b}", "stats": s} for b, s in (lat.get("tflite") or {}).items() if s]
         mp = m.get("mapping") or {}
+        acc = m.get("accuracy") or {}
+        hist = _cached(histogram_chart, [m["name"], m.get("latency")], f"hist-{i}", m, f"hist-{i}")
+        layers = _cached(layers_chart, [m["name"], acc.get("layers"), acc.get("divergence")], f"layers-{i}",
+                         m, f"layers-{i}")
         views.append({"model": m, "status": model_status(m), "driver_rows": driver_rows,
                       "fallback": group_operators(mp.get("fallback")), "folded": group_operators(mp.get("folded")),
                       "max_mse": _max_errors(m.get("accuracy"))[0], "max_error": _max_errors(m.get("accuracy"))[1],
                       "baseline_rows": baseline_rows,
-                      "histogram": histogram_chart(m, f"hist-{i}"), "layers": layers_chart(m, f"layers-{i}")})
+                      "histogram": hist, "layers": layers})
     summary_rows = []
     for m in models:
         lat = m.get("latency") or {}
