@@ -392,7 +392,8 @@ def _line(record: dict) -> str:
     if sync.get("mean_ms") is not None:
         parts.append(f"sync {sync['mean_ms']:.2f} ms" + (f" ({r:.2f}x XNNPACK)" if r else ""))
     for e in record.get("errors") or []:
-        parts.append(f"{e['stage']} failed: {e['message'].splitlines()[0] if e['message'] else ''}")
+        first = e["message"].splitlines()[0] if e.get("message") else ""
+        parts.append(f"{e['stage']} failed: {first[:200]}{'...' if len(first) > 200 else ''}")
     return "; ".join(parts)
 
 
