@@ -228,6 +228,70 @@ def _select_v2(inputs, node):
     return [np.where(inputs[0], inputs[1], inputs[2]).astype(node.output_info[0].dtype)]
 
 
+def _strided_slice(inputs, node):
+    """TFLite STRIDED_SLICE: begin/end/strides with begin, end and shrink-axis masks and the
+    ``offset`` option (end relative to begin); ellipsis and new-axis masks are refused."""
+    o = node.options
+    if o.get("EllipsisMask", 0) or o.get("NewAxisMask", 0):
+        raise FallbackError(f"{_where(node)}: ellipsis / new-axis masks are not supported")
+    x = inputs[0]
+    begin, end, strides = (np.asarray(v).reshape(-1).astype(np.int64) for v in inputs[1:4])
+    bmask, emask, shrink = int(o.get("BeginMask", 0)), int(o.get("EndMask", 0)), int(o.get("ShrinkAxisMask", 0))
+    out = x
+    for i in range(len(begin)):
+        n, s = x.shape[i], int(strides[i])
+        if s == 0:
+            raise FallbackError(f"{_where(node)}: stride {i} is 0")
+        b = int(begin[i]) + (n if begin[i] < 0 else 0)
+        if shrink >> i & 1:
+            idx = np.array([b])
+        else:
+            e = int(end[i]) + int(begin[i]) if o.get("Offset", False) else int(end[i])
+            e += n if e < 0 and not o.get("Offset", False) else 0
+            if bmask >> i & 1:
+                b = 0 if s > 0 else n - 1
+            if emask >> i & 1:
+                e = n if s > 0 else -1
+            b = min(max(b, 0), n) if s > 0 else min(max(b, -1), n - 1)
+            e = min(max(e, 0), n) if s > 0 else min(max(e, -1), n - 1)
+            idx = np.arange(b, e, s)
+        out = np.take(out, idx, axis=i)
+    return [out.reshape(node.output_info[0].shape)]
+
+
+def _pack(inputs, node):
+    return [np.stack(inputs, axis=int(node.options.get("Axis", 0))).reshape(node.output_info[0].shape)]
+
+
+def _concatenation(inputs, node):
+    if node.options.get("FusedActivationFunction", 0):
+        raise FallbackError(f"{_where(node)}: a fused activation")
+    return [np.concatenate(inputs, axis=int(node.options.get("Axis", 0)))]
+
+
+def _slice(inputs, node):
+    x, begin, size = inputs[0], inputs[1].reshape(-1), inputs[2].reshape(-1)
+    idx = tuple(slice(int(b), None if int(n) < 0 else int(b) + int(n)) for b, n in zip(begin, size))
+    return [x[idx]]
+
+
+def _gather(inputs, node):
+    return [np.take(inputs[0], inputs[1].astype(np.int64), axis=int(node.options.get("Axis", 0)))]
+
+
+def _fill(inputs, node):
+    return [np.full(node.output_info[0].shape, inputs[1].reshape(()), node.output_info[0].dtype)]
+
+
+def _int_binary(fn):
+    def kernel(inputs, node):
+        a, b = inputs[0], inputs[1]
+        if a.dtype.kind not in "iu" or node.input_info[0].quantized or node.options.get("FusedActivationFunction", 0):
+            raise FallbackError(f"{_where(node)}: only unquantized integer inputs without activation")
+        return [fn(a, b).astype(node.output_info[0].dtype)]
+    return kernel
+
+
 def _floor_div(a, b):
     return np.floor(a / b)
 
@@ -262,11 +326,23 @@ KERNELS: dict[str, Callable] = {
     "ADD_N": _add_n,
     "UNPACK": _unpack,
     "SELECT_V2": _select_v2,
+    "STRIDED_SLICE": _strided_slice,
+    "PACK": _pack,
+    "CONCATENATION": _concatenation,
+    "SLICE": _slice,
+    "GATHER": _gather,
+    "SQUEEZE": _reshape,
+    "EXPAND_DIMS": _reshape,
+    "FILL": _fill,
+    "ADD": _int_binary(np.add),
+    "SUB": _int_binary(np.subtract),
+    "MUL": _int_binary(np.multiply),
 }
 
 #: Kernels that only move values (valid for any dtype, quantized or not, unchanged).
 DTYPE_AGNOSTIC = {"DENSIFY", "CAST", "ZEROS_LIKE", "ONES_LIKE", "SHAPE", "RESHAPE", "TRANSPOSE",
-                  "RANGE", "BROADCAST_TO", "UNPACK", "SELECT_V2", "DEQUANTIZE"}
+                  "RANGE", "BROADCAST_TO", "UNPACK", "SELECT_V2", "DEQUANTIZE", "STRIDED_SLICE",
+                  "PACK", "SLICE", "GATHER", "SQUEEZE", "EXPAND_DIMS", "FILL"}
 
 
 def kernel_for(builtin: str) -> Callable | None:

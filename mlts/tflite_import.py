@@ -1293,7 +1293,13 @@ class _Importer:
         return f"{self.where}: operator {op.index} ({op.builtin})"
 
     def _fold(self, op: _Op, kernel) -> str | None:
-        """Evaluate ``op`` now if every input is constant; returns the reason or None."""
+        """Evaluate ``op`` now if every input is constant (SHAPE: always, from the static
+        shape); returns the reason or None."""
+        if op.builtin == "SHAPE" and len(op.inputs) == 1 and len(op.outputs) == 1:
+            out = self.tensors[op.outputs[0]]
+            if out.dtype is not None and out.dtype.kind in "iu":
+                self.constants[op.outputs[0]] = np.asarray(self.tensors[op.inputs[0]].shape, out.dtype)
+                return f"the static shape of tensor {op.inputs[0]}"
         if not op.inputs or any(t >= 0 and self.constant(t) is None and not
                                 (self.tensors[t].is_constant and self.tensors[t].sparsity is not None)
                                 for t in op.inputs):
@@ -1322,7 +1328,8 @@ class _Importer:
             raise TFLiteImportError(f"{self._op_where(op)}: folding failed: {e}") from None
         for t, v in zip(op.outputs, outs):
             self.constants[t] = np.asarray(v).reshape(self.tensors[t].shape)
-        return f"constant inputs, evaluated by the CPU kernel ({op.builtin} has no NNAPI mapping)"
+        why = "no NNAPI mapping" if op.builtin not in MAPPERS else "integer shape arithmetic"
+        return f"constant inputs, evaluated by the CPU kernel ({why})"
 
     def _fallback_step(self, index: int, op: _Op, kernel, reason: str) -> FallbackStep:
         return FallbackStep(index, op.index, op.builtin, list(op.inputs), list(op.outputs),
@@ -1349,7 +1356,11 @@ class _Importer:
         for op in self.ops:
             mapper = MAPPERS.get(op.builtin)
             kernel = fallback.kernel_for(op.builtin)
-            folded = self._fold(op, kernel if mapper is None else None)
+            # Constant subgraphs: an unmapped operator, or integer shape arithmetic (which
+            # NNAPI often has no integer form of, e.g. STRIDED_SLICE), is evaluated here.
+            shape_math = all(self.tensors[t].type_name in ("INT32", "INT64", "BOOL")
+                             and not self.tensors[t].quantized for t in op.outputs)
+            folded = self._fold(op, kernel if mapper is None or shape_math else None)
             if folded is not None:
                 mapping.append(OperatorMapping(op.index, op.builtin, "folded", reason=folded))
                 continue
@@ -1412,8 +1423,7 @@ def import_tflite(path_or_bytes, name: str | None = None) -> ImportedModel:
                 try:
                     build_model(part.model)
                 except NnapiError as e:
-                    op_k = _operation_index(e.message)
-                    culprit = s.origin[op_k] if op_k is not None and op_k < len(s.origin) else None
+                    culprit = _culprit(s, e.message)
                     if culprit is None or culprit in refused:
                         raise TFLiteImportError(f"{where}: partition {k} (operators {s.operators[0]}-"
                                                 f"{s.operators[-1]}) is not a valid NNAPI model: "
@@ -1438,11 +1448,43 @@ def import_tflite(path_or_bytes, name: str | None = None) -> ImportedModel:
                          operand_of, dict(imp.constants), version)
 
 
-def _operation_index(message: str) -> int | None:
-    """The NNAPI operation index an error message of the front end names, if any."""
+def _run_order(operations) -> list[int]:
+    """The order in which the front end lists the operations of a model (``Model.finish``
+    sorts them topologically, Kahn's algorithm taking ready operations first come, first
+    served): error messages of the front end index this order."""
+    writer = {}
+    for k, op in enumerate(operations):
+        for o in op.outputs:
+            writer.setdefault(o, k)
+    deps = [{writer[i] for i in op.inputs if i in writer} for op in operations]
+    users: dict[int, list[int]] = {}
+    for k, d in enumerate(deps):
+        for w in d:
+            users.setdefault(w, []).append(k)
+    order, done = [], set()
+    ready = [k for k, d in enumerate(deps) if not d]
+    while ready:
+        k = ready.pop(0)
+        order.append(k)
+        done.add(k)
+        for u in users.get(k, []):
+            if u not in done and deps[u] <= done and u not in ready:
+                ready.append(u)
+    return order
+
+
+def _culprit(builder: "_Builder", message: str) -> int | None:
+    """The TFLite operator whose NNAPI operation a front-end error message names, if any."""
     import re
-    m = re.search(r"operation (\d+)", message)
-    return int(m.group(1)) if m else None
+    m = re.search(r"operation (\d+) \((\w+)\)", message)
+    if not m:
+        return None
+    k, name = int(m.group(1)), m.group(2)
+    order = _run_order(builder.operations)
+    if k < len(order) and builder.operations[order[k]].type.name == name:
+        return builder.origin[order[k]]
+    same = [j for j, o in enumerate(builder.operations) if o.type.name == name]
+    return builder.origin[same[0]] if len(same) == 1 else None
 
 
 def _later_reads(steps, imp: _Importer, gout):
