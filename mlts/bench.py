@@ -191,6 +191,8 @@ class BenchResult:
     driver: dict = field(default_factory=dict)
     tflite: dict = field(default_factory=dict)
     errors: list = field(default_factory=list)
+    #: BLAS threads of the driver's measurements (1; None: no BLAS control was found).
+    driver_blas_threads: int | None = None
 
     @property
     def ratios(self) -> dict:
@@ -211,7 +213,7 @@ class BenchResult:
                 "compile": None if self.compile is None else self.compile.to_dict(),
                 "latency": {"driver": {m: s.to_dict() for m, s in self.driver.items()},
                             "tflite": {k: s.to_dict() for k, s in self.tflite.items()}},
-                "ratios": self.ratios, "errors": self.errors}
+                "ratios": self.ratios, "driver_blas_threads": self.driver_blas_threads, "errors": self.errors}
 
     def to_json(self, **kw) -> str:
         return json.dumps(self.to_dict(), **kw)
@@ -238,6 +240,62 @@ class BenchResult:
         return "\n".join(rows)
 
 
+class blas_threads:
+    """Context manager limiting numpy's BLAS (OpenBLAS) to ``n`` threads, so the driver's
+    reference kernels run on 1 thread like the TFLite baseline (``num_threads=1``); without
+    it, OpenBLAS starts one thread per core, and on a loaded machine its spinning threads
+    make every matrix product many times slower. Uses threadpoolctl when installed, else
+    OpenBLAS's own ``*_set_num_threads`` found among the loaded libraries (Linux).
+    ``threads`` after entering: the count set, None when no BLAS control was found."""
+
+    def __init__(self, n: int = 1):
+        self.n = n
+        self.threads: int | None = None
+        self._undo = None
+
+    def __enter__(self):
+        try:
+            from threadpoolctl import threadpool_limits
+            lim = threadpool_limits(limits=self.n, user_api="blas")
+            self._undo = lim.restore_original_limits
+            self.threads = self.n
+            return self
+        except ImportError:
+            pass
+        import ctypes
+        try:
+            with open("/proc/self/maps") as f:
+                libs = sorted({ln.split()[-1] for ln in f if "openblas" in ln.lower() and ".so" in ln})
+        except OSError:
+            libs = []
+        undo = []
+        for path in libs:
+            try:
+                lib = ctypes.CDLL(path)
+            except OSError:
+                continue
+            for prefix in ("scipy_openblas_", "openblas_"):
+                for suffix in ("64_", ""):
+                    set_ = getattr(lib, f"{prefix}set_num_threads{suffix}", None)
+                    get_ = getattr(lib, f"{prefix}get_num_threads{suffix}", None)
+                    if set_ is not None and get_ is not None:
+                        old = int(get_())
+                        set_(ctypes.c_int(self.n))
+                        undo.append(lambda s=set_, o=old: s(ctypes.c_int(o)))
+                        self.threads = self.n
+                        break
+                else:
+                    continue
+                break
+        self._undo = (lambda: [u() for u in undo]) if undo else None
+        return self
+
+    def __exit__(self, *exc):
+        if self._undo is not None:
+            self._undo()
+        return False
+
+
 def _error(stage: str, e: BaseException) -> dict:
     return {"stage": stage, "message": f"{type(e).__name__}: {e}",
             "traceback": "".join(traceback.format_exception(type(e), e, e.__traceback__))}
@@ -256,6 +314,14 @@ def bench_compilation(imported, device, settings: BenchSettings = CI) -> Compile
     from .execute import prepare_imported
     samples = {"no_cache_s": [], "save_s": [], "with_cache_s": []}
     files = 0
+    with blas_threads(1):
+        files = _compile_loop(imported, device, settings, samples, prepare_imported, Path)
+    return CompileStats(no_cache_s=min(samples["no_cache_s"]), save_s=min(samples["save_s"]),
+                        with_cache_s=min(samples["with_cache_s"]), cache_files=files, samples=samples)
+
+
+def _compile_loop(imported, device, settings, samples, prepare_imported, Path) -> int:
+    files = 0
     for _ in range(settings.compile_iterations):
         t0 = time.perf_counter()
         prepare_imported(imported, device)
@@ -268,8 +334,7 @@ def bench_compilation(imported, device, settings: BenchSettings = CI) -> Compile
             t0 = time.perf_counter()
             prepare_imported(imported, device, cache_dir=d)
             samples["with_cache_s"].append(time.perf_counter() - t0)
-    return CompileStats(no_cache_s=min(samples["no_cache_s"]), save_s=min(samples["save_s"]),
-                        with_cache_s=min(samples["with_cache_s"]), cache_files=files, samples=samples)
+    return files
 
 
 def nncts_query(imported, device, inputs, mode: str = "sync", prepared=None):
@@ -298,9 +363,10 @@ def bench_nncts(imported, device, inputs, settings: BenchSettings = CI, modes=MO
     for mode in modes:
         try:
             q = nncts_query(imported, device, inputs, mode, prepared)
-            warm, samples, _ = loadgen_loop(q, warmup=settings.warmup, min_iterations=settings.min_iterations,
-                                            min_duration_s=settings.min_duration_s,
-                                            max_duration_s=settings.max_duration_s)
+            with blas_threads(1):
+                warm, samples, _ = loadgen_loop(q, warmup=settings.warmup, min_iterations=settings.min_iterations,
+                                                min_duration_s=settings.min_duration_s,
+                                                max_duration_s=settings.max_duration_s)
             out[mode] = LatencyStats.from_samples(samples, warmup=len(warm), bins=settings.bins)
         except Exception as e:
             if errors is None:
@@ -340,6 +406,8 @@ def bench_model(model, device, inputs, settings: BenchSettings = CI, *, modes=MO
     label = name or (Path(model).stem if isinstance(model, (str, Path)) else "<bytes>")
     res = BenchResult(model=label, device=getattr(device, "name", str(device)), settings=settings.to_dict())
     res.tflite = bench_litert(model, inputs, settings, kernels, res.errors)
+    with blas_threads(1) as b:
+        res.driver_blas_threads = b.threads
     try:
         if imported is None:
             from .tflite_import import import_tflite
@@ -392,12 +460,13 @@ def profile_driver(imported, device, inputs, mode: str = "sync", iterations: int
     import io
     import pstats
     q = nncts_query(imported, device, inputs, mode)
-    q()
     prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(iterations):
+    with blas_threads(1):
         q()
-    prof.disable()
+        prof.enable()
+        for _ in range(iterations):
+            q()
+        prof.disable()
     buf = io.StringIO()
     pstats.Stats(prof, stream=buf).strip_dirs().sort_stats(sort).print_stats(top)
     return buf.getvalue()
