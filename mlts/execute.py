@@ -1,11 +1,16 @@
 """Run an :class:`~mlts.tflite_import.ImportedModel` through the NNAPI front end.
 
 ``prepare_imported(imported, device, cache_dir=None, *, keep_tensors=False)`` builds every
-NNAPI partition (:func:`runtime.testing.frontend.build_model`) and compiles it for exactly
+NNAPI partition (:func:`runtime.testing.frontend.build_model`) and compiles it for
 ``device`` (``Compilation.create_for_devices``, as the delegate does with an
 ``accelerator_name``), optionally with compilation caching (token: sha256 of the TFLite
 file, the partition index and the keep_tensors flag); the result records the compile time
-of each step so a benchmark can time compilation on its own and reuse it.
+of each step so a benchmark can time compilation on its own and reuse it. Operations the
+device does not support (``getSupportedOperationsForDevices``) are compiled for the
+runtime's CPU reference device beside it, the front end partitioning the model between the
+two: the delegate leaves such nodes to TFLite's CPU kernels
+(``GetOperationsSupportedByTargetNnApiDevices``); ``PreparedImported.cpu_operations`` lists
+them.
 
 ``run_imported(imported, device, inputs, *, keep_tensors=False, mode="sync", prepared=None)
 -> RunResult`` executes the steps in order: an NNAPI partition as one ``Execution``
@@ -34,8 +39,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from runtime.errors import NnapiError
-from runtime.nnapi import Compilation, Execution
+from runtime.nnapi import Compilation, Execution, get_supported_operations_for_devices
 from runtime.nnapi.burst import Burst
+from runtime.nnapi.device import cpu_device
 from runtime.testing.frontend import build_model
 from runtime.types import operand_dtype
 
@@ -59,8 +65,11 @@ class RunResult:
 class PreparedImported:
     """Compilations of an imported model for one device: ``compilations[k]`` for partition
     step k (None for CPU fallback steps), ``output_tensors[k]`` the TFLite tensors its
-    outputs hold, ``compile_seconds[k]`` (0 for fallback steps), ``keep_tensors``. Bursts
-    for mode "burst" are created on first use and kept; :meth:`close` frees them."""
+    outputs hold, ``compile_seconds[k]`` (0 for fallback steps), ``keep_tensors``,
+    ``cpu_operations[k]``: the NNAPI operations of partition k that ``device`` does not
+    support, compiled for the runtime's CPU reference device beside it (absent when the
+    device takes the whole partition). Bursts for mode "burst" are created on first use and
+    kept; :meth:`close` frees them."""
 
     imported: ImportedModel
     device: object
@@ -69,6 +78,7 @@ class PreparedImported:
     output_tensors: list
     compile_seconds: list
     cache_dir: str | None = None
+    cpu_operations: dict = field(default_factory=dict)
     bursts: dict = field(default_factory=dict)
 
     @property
@@ -105,7 +115,7 @@ def prepare_imported(imported: ImportedModel, device, cache_dir=None, *,
     """Build and compile every partition for ``device`` (a ``runtime.nnapi.Device``);
     ``cache_dir``: enable compilation caching there. Raises NnapiError (message naming the
     model and partition) when the front end refuses a model or the compilation fails."""
-    comps, outs, secs = [], [], []
+    comps, outs, secs, cpu_ops = [], [], [], {}
     for k, step in enumerate(imported.steps):
         if not isinstance(step, Partition):
             comps.append(None)
@@ -116,7 +126,15 @@ def prepare_imported(imported: ImportedModel, device, cache_dir=None, *,
         t0 = time.perf_counter()
         try:
             model = build_model(tm)
-            c = Compilation.create_for_devices(model, [device])
+            devices = [device]
+            supported = get_supported_operations_for_devices(model, [device])
+            if not all(supported):
+                # The delegate leaves what the accelerator cannot run to TFLite's CPU
+                # kernels; here the runtime's CPU reference device takes it.
+                devices.append(cpu_device())
+                ops = model.to_hal().main.operations
+                cpu_ops[k] = [ops[j].type.name for j, ok in enumerate(supported) if not ok]
+            c = Compilation.create_for_devices(model, devices)
             if cache_dir is not None:
                 c.set_caching(str(cache_dir), _token(imported, k, keep_tensors))
             c.finish()
@@ -126,7 +144,7 @@ def prepare_imported(imported: ImportedModel, device, cache_dir=None, *,
         comps.append(c)
         outs.append(out_tensors)
     return PreparedImported(imported, device, keep_tensors, comps, outs, secs,
-                            None if cache_dir is None else str(cache_dir))
+                            None if cache_dir is None else str(cache_dir), cpu_ops)
 
 
 def _check_inputs(imported: ImportedModel, inputs) -> list[np.ndarray]:

@@ -76,7 +76,12 @@ Operator mapping (TFLite builtin -> NNAPI; options as the delegate's ``Map``):
   (an omitted optional input -> a NO_VALUE operand), activation, cell_clip, proj_clip,
   time_major, then the four layer-normalization weights (NO_VALUE when absent). TFLite's
   variable state tensors (inputs 18, 19) become zero constants: each run starts from zero
-  state, like a fresh interpreter or one after ``reset_all_variables``.
+  state, like a fresh interpreter or one after ``reset_all_variables``. The same holds for
+  the state of LSTM (full kernel, one step; NNAPI LSTM with temporary scratch and state
+  outputs), RNN, UNIDIRECTIONAL_SEQUENCE_RNN and SVDF (float32; their activation must be
+  a FuseCode: a TANH cell activation, real in TFLite, has no NNAPI form).
+- TOPK_V2 (constant k, int32 indices), FILL (constant dims and value), EMBEDDING_LOOKUP ->
+  same.
 
 Everything else is a CPU fallback (:data:`mlts.fallback.KERNELS`) or unsupported. A
 mapping the front end rejects when the partition is built (a type combination NNAPI lacks)
@@ -228,7 +233,9 @@ class Partition:
     """A run of consecutive mapped operators: one NNAPI model. ``model`` is the TestModel
     (main inputs = ``input_tensors``, main outputs = ``output_tensors``, TFLite tensor
     indexes in the same order), ``operand_of`` maps every TFLite tensor the partition
-    reads or writes to its operand index, ``operators`` lists the TFLite operators."""
+    reads or writes to its operand index, ``operators`` lists the TFLite operators,
+    ``origin[k]`` is the TFLite operator NNAPI operation k of ``model`` comes from (the
+    front end lists operations in its own topological order; match them by outputs)."""
 
     index: int
     operators: list[int]
@@ -236,6 +243,7 @@ class Partition:
     input_tensors: list[int]
     output_tensors: list[int]
     operand_of: dict[int, int]
+    origin: list[int] = field(default_factory=list)
     _full: tuple[TestModel, list[int]] | None = None
 
     kind = "nnapi"
@@ -710,7 +718,8 @@ class _Builder:
                           [self.of_tensor[t] for t in outs])
         tm = _test_model(f"{name}-partition{index}", sg)
         operand_of = {t: k for t, k in self.of_tensor.items() if isinstance(t, int)}
-        return Partition(index, list(self.operators), tm, list(self.input_tensors), outs, operand_of)
+        return Partition(index, list(self.operators), tm, list(self.input_tensors), outs, operand_of,
+                         list(self.origin))
 
 
 # --- operator mappings -----------------------------------------------------------------------
@@ -1174,6 +1183,101 @@ def _map_lstm(b: _Builder, op: _Op) -> list[str]:
     return ["UNIDIRECTIONAL_SEQUENCE_LSTM"]
 
 
+def _float_only(b: _Builder, op: _Op, upto: int | None = None) -> None:
+    for k, t in enumerate(op.inputs[:upto]):
+        _require(t < 0 or b.info(t).type_name == "FLOAT32",
+                 f"input {k} of type {b.info(t).type_name} (only float32 forms map)")
+
+
+def _opt_inputs(b: _Builder, op: _Op, positions) -> list[int]:
+    return [b.omitted() if k >= len(op.inputs) or op.inputs[k] < 0 else b.tensor(op.inputs[k])
+            for k in positions]
+
+
+def _map_lstm_cell(b: _Builder, op: _Op) -> list[str]:
+    """TFLite LSTM (full kernel, one step) -> NNAPI LSTM: inputs 0-19, activation, clips,
+    layer-norm weights; outputs scratch buffer, output state, cell state (temporaries; the
+    TFLite state variables start at zero), output."""
+    _require(len(op.inputs) in (20, 24), f"{len(op.inputs)} inputs (the basic kernel does not map)")
+    _require(int(op.options.get("KernelType", 0)) == 0, "basic LSTM kernel")
+    _float_only(b, op)
+    _require(len(op.outputs) == 1, f"{len(op.outputs)} outputs")
+    o = op.options
+    act = int(o.get("FusedActivationFunction", 4))
+    _require(act in (0, 1, 3, 4, 6), f"activation {ACTIVATIONS.get(act, act)}")
+    ins = _opt_inputs(b, op, range(20))
+    ins += [b.i32(act), b.f32(o.get("CellClip", 0.0)), b.f32(o.get("ProjClip", 0.0))]
+    if len(op.inputs) == 24:
+        ins += _opt_inputs(b, op, range(20, 24))
+    out = b.info(op.outputs[0])
+    batch, n_out = out.shape[0], out.shape[-1]
+    n_cell = b.info(op.inputs[4]).shape[0]  # input_to_output_weights [num_units, input_size]
+    cifg = op.inputs[1] < 0
+    scratch = b.temp(T.TENSOR_FLOAT32, (batch, (3 if cifg else 4) * n_cell))
+    h = b.temp(T.TENSOR_FLOAT32, (batch, n_out))
+    c = b.temp(T.TENSOR_FLOAT32, (batch, n_cell))
+    b.op(OP.LSTM, ins, [scratch, h, c, b.output(op.outputs[0])])
+    return ["LSTM"]
+
+
+def _cell_act(op: _Op) -> int:
+    """The activation of RNN / SVDF cells: a real activation in TFLite (TANH included),
+    a FuseCode (0-3) in NNAPI."""
+    act = int(op.options.get("FusedActivationFunction", 0))
+    _require(act in (0, 1, 2, 3), f"cell activation {ACTIVATIONS.get(act, act)} (NNAPI takes a FuseCode)")
+    return act
+
+
+def _map_rnn(b: _Builder, op: _Op) -> list[str]:
+    _float_only(b, op)
+    out = b.info(op.outputs[0])
+    h = b.temp(T.TENSOR_FLOAT32, out.shape)
+    code = _cell_act(op)
+    b.op(OP.RNN, [b.tensor(t) for t in op.inputs[:5]] + [b.i32(code)], [h, b.output(op.outputs[0])])
+    return ["RNN"]
+
+
+def _map_sequence_rnn(b: _Builder, op: _Op) -> list[str]:
+    _float_only(b, op)
+    code = _cell_act(op)
+    b.op(OP.UNIDIRECTIONAL_SEQUENCE_RNN, [b.tensor(t) for t in op.inputs[:5]]
+         + [b.i32(code), b.i32(int(bool(op.options.get("TimeMajor", False))))], [b.output(op.outputs[0])])
+    return ["UNIDIRECTIONAL_SEQUENCE_RNN"]
+
+
+def _map_svdf(b: _Builder, op: _Op) -> list[str]:
+    _float_only(b, op)
+    state = b.info(op.inputs[4])
+    code = _cell_act(op)
+    ins = _opt_inputs(b, op, range(5)) + [b.i32(int(op.options.get("Rank", 1))), b.i32(code)]
+    b.op(OP.SVDF, ins, [b.temp(T.TENSOR_FLOAT32, state.shape), b.output(op.outputs[0])])
+    return ["SVDF"]
+
+
+def _map_topk(b: _Builder, op: _Op) -> list[str]:
+    k = int(_const_value(b, op.inputs[1], "k").reshape(-1)[0])
+    _require(b.info(op.outputs[1]).type_name == "INT32", "int64 indices")
+    b.op(OP.TOPK_V2, [b.tensor(op.inputs[0]), b.i32(k)], [b.output(op.outputs[0]), b.output(op.outputs[1])])
+    return ["TOPK_V2"]
+
+
+def _map_fill(b: _Builder, op: _Op) -> list[str]:
+    dims = _const_value(b, op.inputs[0], "the dimensions")
+    v = _const_value(b, op.inputs[1], "the value").reshape(-1)[0]
+    out = b.info(op.outputs[0])
+    _require(out.type_name in ("FLOAT32", "INT32"), f"{out.type_name} output")
+    b.op(OP.FILL, [b.i32_vector(dims), b.f32(v) if out.type_name == "FLOAT32" else b.i32(int(v))],
+         [b.output(op.outputs[0])])
+    return ["FILL"]
+
+
+def _map_embedding_lookup(b: _Builder, op: _Op) -> list[str]:
+    values, out = b.info(op.inputs[1]), b.info(op.outputs[0])
+    _require(values.type_name == out.type_name, f"{values.type_name} values giving {out.type_name}")
+    b.op(OP.EMBEDDING_LOOKUP, [b.tensor(op.inputs[0]), b.tensor(op.inputs[1])], [b.output(op.outputs[0])])
+    return ["EMBEDDING_LOOKUP"]
+
+
 def _map_cast(b: _Builder, op: _Op) -> list[str]:
     ok = ("FLOAT32", "FLOAT16", "INT32", "UINT8")
     a, o = b.info(op.inputs[0]).type_name, b.info(op.outputs[0]).type_name
@@ -1262,7 +1366,9 @@ MAPPERS: dict[str, Callable[[_Builder, _Op], list[str]]] = {
     "RESIZE_BILINEAR": _map_resize(OP.RESIZE_BILINEAR),
     "RESIZE_NEAREST_NEIGHBOR": _map_resize(OP.RESIZE_NEAREST_NEIGHBOR),
     "QUANTIZE": _map_quantize, "DEQUANTIZE": _map_dequantize,
-    "UNIDIRECTIONAL_SEQUENCE_LSTM": _map_lstm,
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": _map_lstm, "LSTM": _map_lstm_cell,
+    "RNN": _map_rnn, "UNIDIRECTIONAL_SEQUENCE_RNN": _map_sequence_rnn, "SVDF": _map_svdf,
+    "TOPK_V2": _map_topk, "FILL": _map_fill, "EMBEDDING_LOOKUP": _map_embedding_lookup,
 }
 
 

@@ -477,3 +477,84 @@ def test_bad_files_and_inputs(tmp_path, device):
         run_imported(imported, device, [])
     with pytest.raises(ValueError, match="mode"):
         run_imported(imported, device, [rand(2, 2)], mode="fenced")
+
+
+def test_recurrent_cells_topk_embedding(device):
+    """One-step LSTM (full kernel), RNN, UNIDIRECTIONAL_SEQUENCE_RNN and SVDF with zero
+    initial state (TFLite variables), TOPK_V2 and EMBEDDING_LOOKUP."""
+    batch, n_in, units = 2, 3, 4
+    n = Net()
+    x = n.tensor([batch, n_in])
+    seq = n.tensor([batch, 5, n_in])
+    ids = n.tensor([3], "INT32")
+    n.inputs = [x, seq, ids]
+    lstm_in = [x] + [n.const(rand(units, n_in)) for _ in range(4)] + [n.const(rand(units, units)) for _ in range(4)]
+    lstm_in += [-1, -1, -1] + [n.const(rand(units)) for _ in range(4)] + [-1, -1]
+    lstm_in += [n.tensor([batch, units], variable=True), n.tensor([batch, units], variable=True)]
+    lstm = n.tensor([batch, units])
+    n.op("LSTM", lstm_in, [lstm], "LSTMOptions", FusedActivationFunction=4, CellClip=0.0, ProjClip=0.0)
+    rnn = n.tensor([batch, units])
+    n.op("RNN", [x, n.const(rand(units, n_in)), n.const(rand(units, units)), n.const(rand(units)),
+                 n.tensor([batch, units], variable=True)], [rnn], "RNNOptions", FusedActivationFunction=1)
+    srnn = n.tensor([batch, 5, units])
+    n.op("UNIDIRECTIONAL_SEQUENCE_RNN", [seq, n.const(rand(units, n_in)), n.const(rand(units, units)),
+                                         n.const(rand(units)), n.tensor([batch, units], variable=True)],
+         [srnn], "SequenceRNNOptions", TimeMajor=False, FusedActivationFunction=3)
+    rank, memory = 2, 3
+    svdf = n.tensor([batch, units])
+    n.op("SVDF", [x, n.const(rand(units * rank, n_in)), n.const(rand(units * rank, memory)), n.const(rand(units)),
+                  n.tensor([batch, memory * units * rank], variable=True)], [svdf], "SVDFOptions", Rank=rank,
+         FusedActivationFunction=0)
+    vals, idx = n.tensor([batch, units - 1]), n.tensor([batch, units - 1], "INT32")
+    n.op("TOPK_V2", [lstm, n.const(np.array(units - 1, np.int32), "INT32")], [vals, idx])
+    emb = n.tensor([3, 4])
+    n.op("EMBEDDING_LOOKUP", [ids, n.const(rand(5, 4))], [emb])
+    n.outputs = [lstm, rnn, srnn, svdf, vals, idx, emb]
+    imported = compare(n.build(), [rand(batch, n_in), rand(batch, 5, n_in), np.array([4, 0, 2], np.int32)],
+                       device, 1e-5)
+    assert [m.target for m in imported.mapping] == ["LSTM", "RNN", "UNIDIRECTIONAL_SEQUENCE_RNN", "SVDF",
+                                                    "TOPK_V2", "EMBEDDING_LOOKUP"]
+
+
+def test_shape_arithmetic_is_folded(device):
+    """SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE (a dynamic reshape as converters emit it):
+    SHAPE comes from the static shape, the integer arithmetic is folded at import, the
+    RESHAPE runs on NNAPI."""
+    n = Net()
+    x = n.tensor([2, 3, 4])
+    n.inputs = [x]
+    shape = n.tensor([3], "INT32")
+    n.op("SHAPE", [x], [shape], "ShapeOptions", OutType=2)
+    i32 = lambda v: n.const(np.array(v, np.int32), "INT32")  # noqa: E731
+    batch = n.tensor([], "INT32")
+    n.op("STRIDED_SLICE", [shape, i32([0]), i32([1]), i32([1])], [batch], "StridedSliceOptions", ShrinkAxisMask=1)
+    new_shape = n.tensor([2], "INT32")
+    n.op("PACK", [batch, i32(-1)], [new_shape], "PackOptions", ValuesCount=2, Axis=0)
+    y = n.tensor([2, 12])
+    n.op("RESHAPE", [x, new_shape], [y])
+    n.outputs = [y]
+    imported = compare(n.build(), [rand(2, 3, 4)], device, 0.0)
+    assert [m.status for m in imported.mapping] == ["folded", "folded", "folded", "nnapi"]
+    np.testing.assert_array_equal(imported.constants[new_shape], [2, -1])
+
+
+def test_operations_a_driver_lacks_run_on_the_cpu_device(device):
+    """sample-minimal has no RELU: the partition is split by the front end between it and
+    the CPU reference device (the delegate would leave the node to TFLite's CPU)."""
+    from runtime.nnapi import get_devices
+    n = Net()
+    x = n.tensor([1, 4, 4, 2])
+    n.inputs = [x]
+    c = n.tensor([1, 4, 4, 3])
+    n.op("CONV_2D", [x, n.const(rand(3, 1, 1, 2)), n.const(rand(3))], [c], "Conv2DOptions", Padding=1,
+         StrideW=1, StrideH=1)
+    r = n.tensor([1, 4, 4, 3])
+    n.op("RELU", [c], [r])
+    n.outputs = [r]
+    imported = import_tflite(n.build())
+    minimal = get_devices(["sample-minimal"])[0]
+    prepared = prepare_imported(imported, minimal)
+    assert prepared.cpu_operations == {0: ["RELU"]}
+    xv = rand(1, 4, 4, 2)
+    a = run_imported(imported, minimal, [xv], prepared=prepared).outputs[0]
+    np.testing.assert_array_equal(a, run_imported(imported, device, [xv]).outputs[0])
