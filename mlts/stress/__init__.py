@@ -119,6 +119,8 @@ def test_params(test: str, duration: float | None = None, models: list[str] | No
         raise UsageError(f"{test}: duration must be > 0 seconds, not {params['duration']}")
     if test == "performance-degradation" and params["competitor"] not in ("process", "thread"):
         raise UsageError(f"{test}: competitor must be 'process' or 'thread', not {params['competitor']!r}")
+    if test == "performance-degradation" and params["statistic"] not in ("mean", "median"):
+        raise UsageError(f"{test}: statistic must be 'mean' or 'median', not {params['statistic']!r}")
     return params
 
 
@@ -175,6 +177,8 @@ def build_parser(prog: str = "python -m mlts.stress") -> argparse.ArgumentParser
     p.add_argument("--report", help="JSON-lines file of outcomes, one record per test, written as they end")
     p.add_argument("--append", action="store_true", help="append to --report instead of starting it afresh")
     p.add_argument("--list", action="store_true", help="list the tests and their parameters, then exit")
+    p.add_argument("--jobs", type=int, default=1, help="tests run at a time, each in its own process "
+                   "(performance-degradation always alone; default 1)")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     return p
 
@@ -197,6 +201,8 @@ def parse(argv=None, prog: str = "python -m mlts.stress"):
     try:
         if args.duration is not None and args.duration <= 0:
             raise UsageError(f"--duration must be > 0 seconds, not {args.duration:g}")
+        if args.jobs < 1:
+            raise UsageError(f"--jobs must be >= 1, not {args.jobs}")
         if args.grace < 0:
             raise UsageError(f"--grace must be >= 0 seconds, not {args.grace:g}")
         drivers = _split(args.driver) or ["sample"]
@@ -231,7 +237,8 @@ def main(argv=None, prog: str = "python -m mlts.stress") -> int:
     if args.list:
         print(list_tests())
         return 0
-    records = run_tests(runs, args.grace, args.report, progress=not args.quiet, append=args.append)
+    records = run_tests(runs, args.grace, args.report, progress=not args.quiet, append=args.append,
+                        jobs=args.jobs)
     counts = {o: sum(r["outcome"] == o for r in records) for o in OUTCOMES}
     print(", ".join(f"{n} {o}" for o, n in counts.items() if n) or "no test ran",
           f"({len(records)} tests)" + (f"; records in {args.report}" if args.report else ""))

@@ -72,6 +72,43 @@ def scratch_root() -> str | None:
     return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
 
 
+#: Modules imported once by the fork server, so a new test or client process starts without
+#: importing them again (see :func:`mp_context`).
+PRELOAD = ["numpy", "runtime.nnapi", "runtime.drivers.sample", "runtime.testing.frontend",
+           "runtime.testing.criteria", "cts.harness", "random_graph.generator", "random_graph.configs",
+           "mlts.tflite_import", "mlts.execute", "mlts.stress.core", "mlts.stress.tests",
+           "mlts.stress.workloads"]
+
+
+def mp_context():
+    """The multiprocessing context for test and client processes: ``forkserver`` (each new
+    process is forked from a server process that imported :data:`PRELOAD` and nothing else:
+    it never loads a driver nor runs a test, so every process starts clean, in milliseconds
+    instead of a fresh interpreter's second of imports), else ``spawn``."""
+    import multiprocessing as mp
+    try:
+        ctx = mp.get_context("forkserver")
+    except ValueError:
+        return mp.get_context("spawn")
+    ctx.set_forkserver_preload(PRELOAD)
+    return ctx
+
+
+def die_with_parent() -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux ``prctl
+    PR_SET_PDEATHSIG``), so a killed runner leaves no orphan behind (a hung test would
+    otherwise sleep forever): the fork server exits with the runner, the test processes with
+    the fork server, the clients with their test process. Exits at once if the parent is
+    already gone (adopted by init)."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:
+        os._exit(1)
+
+
 def _error_text(e: BaseException) -> str:
     text = str(e) or type(e).__name__
     return text if type(e).__name__ in text else f"{type(e).__name__}: {text}"
@@ -150,7 +187,7 @@ class Ctx:
     # -- client processes --------------------------------------------------------------------
     def spawn_client(self, mode: str, models: list[str], threads: int = 1, run_s: float = 0.0,
                      cache_dir: Path | None = None, pause: tuple[float, float] = (0.0, 0.0)) -> "Client":
-        """Start a client process (``spawn``) that loads the driver and ``models`` then, on
+        """Start a client process (:func:`mp_context`) that loads the driver and ``models`` then, on
         ``threads`` threads for ``run_s`` seconds after it is ready: ``infer`` (compile once,
         run and check repeatedly), ``compile`` (load + compile repeatedly, pausing a uniform
         draw from ``pause`` seconds between compilations), or ``verify`` (one pass: compile
@@ -159,7 +196,7 @@ class Ctx:
         spec = {"driver": self.driver, "models": list(models), "mode": mode, "threads": int(threads),
                 "run_s": float(run_s), "cache_dir": None if cache_dir is None else str(cache_dir),
                 "pause": tuple(pause), "seed": int(self.rng.integers(1 << 31)), "index": index}
-        mp = multiprocessing.get_context("spawn")
+        mp = mp_context()
         recv, send = mp.Pipe(duplex=False)
         process = mp.Process(target=client_main, args=(spec, send), name=f"stress-client-{index}", daemon=True)
         process.start()
@@ -195,13 +232,14 @@ class Liveness(threading.Thread):
         try:
             built = w.build_mapped(ctx.tmp / "mapped") if self.mapped else None
             prepared = w.compile(ctx.device, built)
-            while not self._halt.is_set():
+            while True:  # at least one run, however soon the test ends
                 problems = w.check(w.run(prepared))
                 if problems:
                     self.error = f"{w.name}: {'; '.join(problems)}"
                     return
                 self.runs += 1
-                self._halt.wait(LIVENESS_INTERVAL_S)
+                if self._halt.wait(LIVENESS_INTERVAL_S):
+                    return
         except Exception as e:  # noqa: BLE001 - any failure of the driver is the finding
             self.error = f"{w.name}: {_error_text(e)}"
 
@@ -333,6 +371,7 @@ def client_main(spec: dict, conn) -> None:
     """Body of a client process (see :meth:`Ctx.spawn_client`). Reports ("ready", None),
     ("count", n) every :data:`CLIENT_REPORT_INTERVAL_S`, then ("done", stats) and exits 0,
     or ("error", message) and exits 1."""
+    die_with_parent()
     faulthandler.enable(all_threads=True)
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     import numpy as np
@@ -376,21 +415,25 @@ def client_main(spec: dict, conn) -> None:
                 return
             if mode == "infer":
                 prepared = [(w, w.compile(device, None, cache_dir)) for w in workloads]
-                while time.monotonic() < end and not errors:
+                while not errors:
                     for w, p in prepared:
                         problems = w.check(w.run(p))
                         if problems:
                             raise RuntimeError(f"{w.name}: {'; '.join(problems)}")
                         counts[t] += 1
+                    if time.monotonic() >= end:
+                        return
                 return
             k = 0
-            while time.monotonic() < end and not errors:
+            while not errors:
                 for w in workloads:
                     w.compile(device, w.build(), cache_dir)
                     counts[t] += 1
                     if pauses is not None:
                         time.sleep(pauses[t, k % pauses.shape[1]])
                         k += 1
+                if time.monotonic() >= end:
+                    return
         except Exception as e:  # noqa: BLE001
             errors.append(f"thread {t}: {_error_text(e)}")
 
@@ -414,13 +457,26 @@ def client_main(spec: dict, conn) -> None:
 
 # --- test process entry -----------------------------------------------------------------------
 
+def _preload() -> None:
+    """Import what the tests use before the test's clock starts (imports are slow on a
+    loaded machine, and not what a stress test measures)."""
+    import importlib
+    for name in ("runtime.nnapi", "runtime.testing.frontend", "runtime.testing.criteria", "cts.harness",
+                 "random_graph.generator", "random_graph.configs", "mlts.tflite_import", "mlts.execute"):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - optional (the TFLite importer needs its extra)
+            pass
+
+
 def test_main(test: str, driver: str, params: dict, conn, log_path: str) -> None:
     """Body of a test process: own process group (so the runner can kill the whole tree),
     stdout/stderr to ``log_path``, faulthandler on fatal signals and on SIGUSR1 (the runner
     asks for every thread's stack before killing a hung test), run the test, send
     ("result", {outcome, message, details}) and exit at once (a thread stuck in the driver
-    must not hold the exit)."""
+    must not hold the exit). Dies with its parent (:func:`die_with_parent`)."""
     os.setpgid(0, 0)
+    die_with_parent()
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -428,10 +484,14 @@ def test_main(test: str, driver: str, params: dict, conn, log_path: str) -> None
     faulthandler.enable(all_threads=True)
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     from .tests import TESTS
+    _preload()
     ctx = None
     try:
         ctx = Ctx(test, driver, params, conn)
-        ctx.progress("started")
+        ctx.workloads()  # models loaded before the test's clock starts (a failure is reported below)
+        conn.send(("started", None))
+        ctx.start = time.monotonic()
+        ctx.deadline = ctx.start + ctx.duration
         result = TESTS[test].body(ctx)
     except TestFailure as e:
         result = Result(e.outcome, str(e), e.details)

@@ -1,10 +1,13 @@
 """The runner: each stress test in its own process with a watchdog, outcomes classified and
 appended to a JSON-lines file as they happen.
 
-For each (test, driver) the runner spawns a test process (:func:`mlts.stress.core.test_main`,
-``multiprocessing`` spawn start method: a fresh interpreter that shares nothing with the
-runner, which never loads the driver) and waits for its result, its death, or the watchdog
-limit ``duration + grace`` seconds, whichever comes first:
+For each (test, driver) the runner starts a test process (:func:`mlts.stress.core.test_main`;
+``multiprocessing`` forkserver start method, :func:`mlts.stress.core.mp_context`: a process
+forked from a clean server that shares nothing with the runner, which never loads the
+driver) and waits for its result, its death, or the watchdog
+limit, whichever comes first. The limit is ``duration + grace`` seconds from the moment the
+test process reports it has started (imports done, driver loaded: the moment the test's own
+clock starts), and :data:`STARTUP_LIMIT_S` for getting there:
 
 * a result -> the test's own outcome: SUCCESS, FAILURE (a check failed; message), or CRASH
   (a client process of the test died of a signal the test did not send);
@@ -35,14 +38,17 @@ import tempfile
 import time
 from pathlib import Path
 
-from .core import CRASH, FAILURE, HANG, SUCCESS, scratch_root, signal_name, test_main
+from .core import CRASH, FAILURE, HANG, SUCCESS, mp_context, scratch_root, signal_name, test_main
 
 #: Characters of a failed test's log kept in its record.
 LOG_TAIL_CHARS = 4000
+#: Seconds a test process may take to start (interpreter, imports, loading the driver) before
+#: its duration + grace begins; past it the test is a HANG ("did not start").
+STARTUP_LIMIT_S = 60.0
 #: Seconds a test process may take to exit after sending its result.
 EXIT_GRACE_S = 5.0
-#: Seconds given to faulthandler to dump the stacks of a hung test before it is killed.
-DUMP_WAIT_S = 0.5
+#: Longest wait for faulthandler to dump the stacks of a hung test before it is killed (s).
+DUMP_WAIT_S = 2.0
 
 
 def _kill_group(pid: int) -> None:
@@ -67,7 +73,7 @@ def _frames(log: str) -> list[tuple[str, list[str]]]:
 
 
 #: Frames that only wait for other threads or processes: the runner's own orchestration.
-_ORCHESTRATION = re.compile(r"/stress/(core\.py\", line \d+ in (watch_clients|stop|test_main|client_main)|"
+_ORCHESTRATION = re.compile(r"/stress/(core\.py\", line \d+ in (watch_clients|stop|test_main|client_main|spawn_client)|"
                             r"tests\.py\", line \d+ in (_run_threads|_stop_compiler_processes|_compiler_processes))")
 _STDLIB = re.compile(r'File "[^"]*/lib/python3\.\d+/(?!site-packages/)')
 
@@ -106,17 +112,19 @@ def run_one(test: str, driver: str, params: dict, grace: float, log_dir: str | N
     log_file = tempfile.NamedTemporaryFile(prefix=f"nncts-stress-{test}-", suffix=".log", dir=log_dir or scratch_root(),
                                            delete=False)
     log_file.close()
-    mp = multiprocessing.get_context("spawn")
+    mp = mp_context()
     recv, send = mp.Pipe(duplex=False)
     process = mp.Process(target=test_main, args=(test, driver, params, send, log_file.name), name=f"stress-{test}")
     t0 = time.monotonic()
-    limit = float(params["duration"]) + float(grace)
+    budget = float(params["duration"]) + float(grace)
+    deadline = t0 + max(STARTUP_LIMIT_S, budget)  # until the test reports it has started
+    began = None
     process.start()
     send.close()
     result, progress, outcome, message = None, "", None, ""
     try:
         while result is None:
-            remaining = t0 + limit - time.monotonic()
+            remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
             ready = multiprocessing.connection.wait([recv, process.sentinel], remaining)
@@ -125,16 +133,19 @@ def run_one(test: str, driver: str, params: dict, grace: float, log_dir: str | N
                     kind, payload = recv.recv()
                 except Exception:  # noqa: BLE001 - EOF or a torn message: the process is ending
                     break
-                if kind == "progress":
+                if kind == "started":
+                    began = time.monotonic()
+                    deadline = began + budget
+                elif kind == "progress":
                     progress = payload
                 elif kind == "result":
                     result = payload
             elif process.sentinel in ready:
                 break
         duration = time.monotonic() - t0
-        if result is None and time.monotonic() < t0 + limit:
+        if result is None and time.monotonic() < deadline:
             # it is ending: its descriptors close before it can be reaped, so wait for it
-            process.join(max(0.0, min(EXIT_GRACE_S, t0 + limit - time.monotonic())))
+            process.join(max(0.0, min(EXIT_GRACE_S, deadline - time.monotonic())))
         if result is not None:
             process.join(EXIT_GRACE_S)
             outcome, message = result["outcome"], result["message"]
@@ -143,13 +154,17 @@ def run_one(test: str, driver: str, params: dict, grace: float, log_dir: str | N
                 os.killpg(process.pid, signal.SIGUSR1)
             except OSError:
                 pass
-            time.sleep(DUMP_WAIT_S)
+            _wait_for_dump(log_file.name)
             _kill_group(process.pid)
             process.join()
             outcome = HANG
             sites = hang_sites(_read(log_file.name))
-            message = (f"no result {limit:.1f} s after the start (duration {float(params['duration']):g} s + "
-                       f"grace {float(grace):g} s): killed" + (f"; stuck in {', '.join(sites)}" if sites else ""))
+            if began is None:
+                message = f"the test did not start (load the driver) within {deadline - t0:.0f} s: killed"
+            else:
+                message = (f"no result {budget:.1f} s after the test started (duration {float(params['duration']):g} s"
+                           f" + grace {float(grace):g} s): killed")
+            message += f"; stuck in {', '.join(sites)}" if sites else ""
         else:
             process.join()
             outcome = CRASH
@@ -173,6 +188,25 @@ def run_one(test: str, driver: str, params: dict, grace: float, log_dir: str | N
     return record
 
 
+def _wait_for_dump(path: str) -> None:
+    """Wait until the log has grown and then stayed the same for 0.2 s (the stack dumps are
+    written), at most :data:`DUMP_WAIT_S`."""
+    def size() -> int:
+        try:
+            return os.path.getsize(path)
+        except OSError:
+            return 0
+    before, end = size(), time.monotonic() + DUMP_WAIT_S
+    last, stable_since = before, None
+    while time.monotonic() < end:
+        time.sleep(0.05)
+        now = size()
+        if now != last:
+            last, stable_since = now, time.monotonic()
+        elif now > before and stable_since is not None and time.monotonic() - stable_since >= 0.2:
+            return
+
+
 def _read(path: str) -> str:
     try:
         return Path(path).read_text(errors="replace")
@@ -180,12 +214,20 @@ def _read(path: str) -> str:
         return ""
 
 
+#: Tests that measure time and so run alone, after the others, when tests run concurrently.
+EXCLUSIVE = ("performance-degradation",)
+
+
 def run_tests(plan: list[tuple[str, str, dict]], grace: float, report: str | os.PathLike | None = None,
-              progress: bool = True, append: bool = False) -> list[dict]:
-    """Run each (test, driver, params) of ``plan`` in turn (:func:`run_one`); each record is
-    appended to the JSON-lines file ``report`` as soon as it is known (the file is started
-    afresh unless ``append``). Progress: a tqdm bar when tqdm is installed, else one line per
-    test on stderr (``progress=False``: nothing). Returns the records."""
+              progress: bool = True, append: bool = False, jobs: int = 1,
+              exclusive=EXCLUSIVE) -> list[dict]:
+    """Run each (test, driver, params) of ``plan`` (:func:`run_one`), ``jobs`` at a time (the
+    tests named in ``exclusive`` alone, after the others); each record is appended to
+    the JSON-lines file ``report`` as soon as it is known (the file is started afresh unless
+    ``append``). Progress: a tqdm bar when tqdm is installed, else one line per test on
+    stderr (``progress=False``: nothing). Returns the records, in plan order."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
     out = None
     if report is not None:
         Path(report).parent.mkdir(parents=True, exist_ok=True)
@@ -197,13 +239,16 @@ def run_tests(plan: list[tuple[str, str, dict]], grace: float, report: str | os.
             bar = tqdm(total=len(plan), unit="test", file=sys.stderr, dynamic_ncols=True)
         except ImportError:
             bar = None
-    records = []
-    try:
-        for k, (test, driver, params) in enumerate(plan):
-            if bar is not None:
-                bar.set_description(f"{test} [{driver}]")
-            record = run_one(test, driver, params, grace)
-            records.append(record)
+    records: list[dict | None] = [None] * len(plan)
+    lock = threading.Lock()
+
+    def one(k: int) -> None:
+        test, driver, params = plan[k]
+        if bar is not None and jobs <= 1:
+            bar.set_description(f"{test} [{driver}]")
+        record = run_one(test, driver, params, grace)
+        with lock:
+            records[k] = record
             if out is not None:
                 out.write(json.dumps(record, sort_keys=True) + "\n")
                 out.flush()
@@ -212,13 +257,26 @@ def run_tests(plan: list[tuple[str, str, dict]], grace: float, report: str | os.
                 bar.write(line)
                 bar.update(1)
             elif progress:
-                print(f"[{k + 1}/{len(plan)}] {line}", file=sys.stderr, flush=True)
+                done = sum(r is not None for r in records)
+                print(f"[{done}/{len(plan)}] {line}", file=sys.stderr, flush=True)
+
+    try:
+        shared = [k for k, (t, _, _) in enumerate(plan) if jobs <= 1 or t not in exclusive]
+        alone = [k for k in range(len(plan)) if k not in shared]
+        if jobs <= 1:
+            for k in shared:
+                one(k)
+        else:
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                list(pool.map(one, shared))
+        for k in alone:
+            one(k)
     finally:
         if bar is not None:
             bar.close()
         if out is not None:
             out.close()
-    return records
+    return [r for r in records if r is not None]
 
 
 __all__ = ["run_one", "run_tests", "crash_site", "hang_sites", "SUCCESS", "FAILURE", "HANG", "CRASH"]

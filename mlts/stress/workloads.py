@@ -210,34 +210,14 @@ class TestModelWorkload(Workload):
     def build_mapped(self, directory: Path):
         """The front-end Model with each constant tensor of the main subgraph read from a
         memory mapping of the weights file (``Memory.from_file``, PROT_READ); other operands
-        as :func:`runtime.testing.frontend.build_model`. A model with referenced subgraphs
-        (IF/WHILE) is built unmapped."""
-        from runtime.nnapi import Memory, Model
-        from runtime.testing.frontend import build_model
-        from runtime.types import OperandLifeTime as L, operand_dtype
-        tm = self.tm
-        if tm.referenced:
-            return build_model(tm)
+        as :func:`runtime.testing.frontend.build_model` (a model with referenced subgraphs,
+        IF/WHILE, is built unmapped)."""
+        from runtime.nnapi import Memory
+        if self.tm.referenced:
+            return _build_model(self.tm)
         path, layout = self._weights(directory)
         memory = Memory.from_file(path, path.stat().st_size, 0, mmap.PROT_READ)
-        model = Model()
-        for i, o in enumerate(tm.main.operands):
-            model.add_operand(o.type, o.dimensions, o.scale, o.zero_point)
-            if o.channel_quant is not None:
-                model.set_operand_symm_per_channel_quant_params(i, *o.channel_quant)
-            if i in layout:
-                model.set_operand_value_from_memory(i, memory, *layout[i])
-            elif o.lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE):
-                model.set_operand_value(i, b"" if o.data is None else
-                                        np.ascontiguousarray(o.data, operand_dtype(o.type)).tobytes())
-            elif o.lifetime == L.NO_VALUE:
-                model.set_operand_value(i, None)
-        for op in tm.main.operations:
-            model.add_operation(op.type, op.inputs, op.outputs)
-        model.identify_inputs_and_outputs(tm.main.input_indexes, tm.main.output_indexes)
-        model.relax_computation_float32_to_float16(tm.is_relaxed)
-        model.finish()
-        return model
+        return _build_mapped_model(self.tm, memory, layout)
 
     def compile(self, device, built=None, cache_dir: Path | None = None):
         from runtime.nnapi import Compilation
@@ -260,11 +240,44 @@ class TestModelWorkload(Workload):
 # --- TFLite models through the importer ------------------------------------------------------
 
 @dataclass
+class _Built:
+    """A loaded TFLite model: the ImportedModel and, per step, (front-end Model, its output
+    tensors) for partitions or None for CPU fallback steps; ``memory`` keeps a mapping alive."""
+
+    imported: object
+    models: list
+    memory: object = None
+
+
+def tflite_buffer_offsets(data) -> dict[tuple[int, bytes], int]:
+    """(byte length, sha1 digest) of every non-empty buffer of the TFLite flatbuffer ``data``
+    -> its byte offset in ``data`` (inline ``data`` vectors, and the ``offset``/``size``
+    buffers of models stored beside the flatbuffer)."""
+    import tflite
+    from flatbuffers.number_types import UOffsetTFlags
+    model = tflite.Model.GetRootAsModel(data, 0)
+    found = {}
+    for b in range(model.BuffersLength()):
+        buf = model.Buffers(b)
+        if buf.Offset() > 1:
+            start, length = int(buf.Offset()), int(buf.Size())
+        else:
+            o = UOffsetTFlags.py_type(buf._tab.Offset(4))
+            if not o:
+                continue
+            start, length = buf._tab.Vector(o), buf._tab.VectorLen(o)
+        if length:
+            found.setdefault((length, hashlib.sha1(data[start:start + length]).digest()), start)
+    return found
+
+
+@dataclass
 class TFLiteWorkload(Workload):
-    """A ``.tflite`` file imported by :func:`mlts.tflite_import.import_tflite` and run by
-    :mod:`mlts.execute`; inputs from the bundled model's ``make_inputs`` when it has one,
-    else deterministic random values in each input's range. :meth:`check` compares with the
-    first result :meth:`check` saw in this process (the reference)."""
+    """A ``.tflite`` file imported by :func:`mlts.tflite_import.import_tflite`, its partitions
+    compiled for the device and run by :func:`mlts.execute.run_imported`; inputs from the
+    bundled model's ``make_inputs`` when it has one, else seeded random values. Loading
+    (:meth:`build`) imports the file anew and builds every partition's front-end Model.
+    :meth:`check` compares with the first result it saw in this process."""
 
     name: str
     path: Path
@@ -273,50 +286,99 @@ class TFLiteWorkload(Workload):
     _reference: list = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def _import(self, source=None):
-        from mlts.tflite_import import import_tflite
-        return import_tflite(source if source is not None else str(self.path))
-
     @property
     def imported(self):
         with self._lock:
             if self._imported is None:
-                self._imported = self._import()
+                from mlts.tflite_import import import_tflite
+                self._imported = import_tflite(str(self.path))
             return self._imported
 
     def inputs(self) -> list[np.ndarray]:
+        imported = self.imported
         with self._lock:
             if self._inputs is None:
-                self._inputs = _make_inputs(self.name, self._imported or self._import())
+                self._inputs = _make_inputs(self.name, imported)
             return self._inputs
 
     def unsupported(self, device) -> str | None:
+        from mlts.tflite_import import Partition
+        from runtime.errors import NnapiError
+        from runtime.nnapi import get_supported_operations_for_devices
         try:
-            self.imported
+            imported = self.imported
         except Exception as e:  # noqa: BLE001 - the importer's refusal names the operator
-            return f"import failed: {type(e).__name__}: {e}"
+            return f"import failed: {_text(e)}"
+        for step in imported.steps:
+            if not isinstance(step, Partition) and getattr(step, "kernel", None) is None:
+                return f"operator {step.operator} ({step.builtin}) cannot run: {step.reason}"
+        for step in imported.partitions:
+            try:
+                ok = get_supported_operations_for_devices(_build_model(step.model), [device])
+            except NnapiError as e:
+                return f"partition {step.index}: {e}"
+            if not all(ok):
+                missing = sorted({step.model.main.operations[k].type.name for k, v in enumerate(ok) if not v})
+                return f"driver {device.name} does not support {', '.join(missing)} (partition {step.index})"
         return None
 
-    def build(self):
-        return self._import()
+    def _built(self, imported, model_of) -> _Built:
+        from mlts.tflite_import import Partition
+        return _Built(imported, [(model_of(step.model), list(step.output_tensors)) if isinstance(step, Partition)
+                                 else None for step in imported.steps])
 
-    def build_mapped(self, directory: Path):
-        """Import from a read-only memory mapping of the ``.tflite`` file (the importer
-        parses the mapped bytes in place; the mapping lives as long as the import)."""
+    def build(self) -> _Built:
+        from mlts.tflite_import import import_tflite
+        return self._built(import_tflite(str(self.path)), _build_model)
+
+    def build_mapped(self, directory: Path) -> _Built:
+        """Import from a read-only memory mapping of the ``.tflite`` file, and give every
+        constant tensor of the partitions that is stored verbatim in the file (the weights,
+        as a rule) its value from a Memory mapping the file (``Memory.from_file``) at its
+        buffer's offset, as TFLite's NNAPI delegate does for an mmapped model."""
+        from mlts.tflite_import import import_tflite
+        from runtime.nnapi import Memory
+        size = self.path.stat().st_size
         with open(self.path, "rb") as f:
             mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        return self._import(memoryview(mapped))
+        try:
+            view = memoryview(mapped)
+            imported = import_tflite(view, name=self.path.stem)
+            offsets = tflite_buffer_offsets(view)
+            view.release()
+        finally:
+            mapped.close()
+        memory = Memory.from_file(self.path, size, 0, mmap.PROT_READ)
+        built = self._built(imported, lambda tm: _build_mapped_model(tm, memory, _file_layout(tm, offsets)))
+        built.memory = memory
+        return built
 
     def compile(self, device, built=None, cache_dir: Path | None = None):
-        from mlts.execute import prepare_imported
-        imported = built if built is not None else self.imported
-        return imported, prepare_imported(imported, device, cache_dir=None if cache_dir is None else str(cache_dir))
+        from mlts.execute import PreparedImported
+        from runtime.nnapi import Compilation
+        if built is None:
+            built = self._built(self.imported, _build_model)
+        comps, outs, secs = [], [], []
+        for k, item in enumerate(built.models):
+            if item is None:
+                comps.append(None)
+                outs.append(None)
+                secs.append(0.0)
+                continue
+            model, out_tensors = item
+            c = Compilation.create_for_devices(model, [device])
+            if cache_dir is not None:
+                c.set_caching(str(cache_dir), token_for(f"{built.imported.digest}:{k}"))
+            c.finish()
+            comps.append(c)
+            outs.append(out_tensors)
+            secs.append(0.0)
+        return PreparedImported(built.imported, device, False, comps, outs, secs,
+                                None if cache_dir is None else str(cache_dir))
 
     def run(self, prepared):
         from mlts.execute import run_imported
-        imported, compiled = prepared
-        device = getattr(compiled, "device", None)
-        return run_imported(imported, device, self.inputs(), prepared=compiled).outputs
+        return run_imported(prepared.imported, prepared.device, self.inputs(), prepared=prepared).outputs
 
     def check(self, result) -> list[str]:
         outputs = [np.asarray(o) for o in result]
@@ -326,6 +388,60 @@ class TFLiteWorkload(Workload):
                 return []
             reference = self._reference
         return compare_outputs(reference, outputs)
+
+
+def _text(e: BaseException) -> str:
+    text = str(e) or type(e).__name__
+    return text if type(e).__name__ in text else f"{type(e).__name__}: {text}"
+
+
+def _build_model(tm):
+    from runtime.testing.frontend import build_model
+    return build_model(tm)
+
+
+def _file_layout(tm, offsets: dict) -> dict[int, tuple[int, int]]:
+    """Operand index -> (offset, length) in the file for every constant tensor of ``tm``'s
+    main subgraph whose bytes are a buffer of the file (``offsets``:
+    :func:`tflite_buffer_offsets`)."""
+    from runtime.types import OperandLifeTime as L, is_tensor_type, operand_dtype
+    layout = {}
+    for i, o in enumerate(tm.main.operands):
+        if o.lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE) and o.data is not None and is_tensor_type(o.type):
+            raw = np.ascontiguousarray(o.data, operand_dtype(o.type)).tobytes()
+            at = offsets.get((len(raw), hashlib.sha1(raw).digest())) if raw else None
+            if at is not None:
+                layout[i] = (at, len(raw))
+    return layout
+
+
+def _build_mapped_model(tm, memory, layout: dict[int, tuple[int, int]]):
+    """The finished front-end Model of ``tm`` whose operands in ``layout`` take their values
+    from ``memory`` (``set_operand_value_from_memory``); the rest as
+    :func:`runtime.testing.frontend.build_model` (a model with referenced subgraphs is built
+    by it entirely)."""
+    from runtime.nnapi import Model
+    from runtime.types import OperandLifeTime as L, operand_dtype
+    if tm.referenced:
+        return _build_model(tm)
+    model = Model()
+    for i, o in enumerate(tm.main.operands):
+        model.add_operand(o.type, o.dimensions, o.scale, o.zero_point)
+        if o.channel_quant is not None:
+            model.set_operand_symm_per_channel_quant_params(i, *o.channel_quant)
+        if i in layout:
+            model.set_operand_value_from_memory(i, memory, *layout[i])
+        elif o.lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE):
+            model.set_operand_value(i, b"" if o.data is None else
+                                    np.ascontiguousarray(o.data, operand_dtype(o.type)).tobytes())
+        elif o.lifetime == L.NO_VALUE:
+            model.set_operand_value(i, None)
+    for op in tm.main.operations:
+        model.add_operation(op.type, op.inputs, op.outputs)
+    model.identify_inputs_and_outputs(tm.main.input_indexes, tm.main.output_indexes)
+    model.relax_computation_float32_to_float16(tm.is_relaxed)
+    model.finish()
+    return model
 
 
 def compare_outputs(reference: list[np.ndarray], outputs: list[np.ndarray]) -> list[str]:
