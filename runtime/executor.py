@@ -10,21 +10,31 @@ actual shapes in and out; nested control flow recurses (at most :data:`MAX_NESTI
 Each WHILE is bounded by the loop timeout (default 2 s, at most 15 s) and the execution
 deadline, both given to :func:`execute` or set for a whole driver call by
 :func:`execution_limits`; past either the execution fails with MISSED_DEADLINE_TRANSIENT.
+
+Per-operation cost. What an execution needs to know about a subgraph that does not depend
+on the request (each operation's kernel, its constant inputs as operand views over the
+model's pools, the static fields of every other operand) is compiled once per run into a
+:class:`Program`. A prepared model, whose HAL model may no longer change (the HAL
+contract: a driver owns, or has copied, what it prepared), declares it with :func:`hold`;
+its programs are then kept until the model is garbage collected, so an execution only binds
+the request's values and runs the kernels. A model nobody holds is compiled afresh on every
+call (it may have been changed in place since the last one).
 """
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import weakref
 
 import numpy as np
 
 from . import ops
 from .errors import HalError, OperationError
 from .extensions import is_extension_type, type_name
-from .hal.types import Model, OutputShape, Request, Subgraph
-from .hal.validate import (MAX_OPERAND_BYTES, MAX_RANK, constant_value, merged_dimensions,
-                           operand_byte_size, operand_view)
-from .ops.base import OpContext
+from .hal.types import Model, OutputShape, Request, Subgraph, SymmPerChannelQuantParams
+from .hal.validate import (_OPERAND_TYPES, MAX_OPERAND_BYTES, MAX_RANK, constant_value,
+                           merged_dimensions, operand_byte_size)
+from .ops.base import OperandView, OpContext
 from .ops.control_flow import LOOP_TIMEOUT_DEFAULT_NS, LOOP_TIMEOUT_MAXIMUM_NS, LoopTimeoutError
 from .types import ErrorStatus, OperandLifeTime, OperationType, operand_dtype
 
@@ -135,6 +145,108 @@ def _check_output_size(where: str, j: int, idx: int, operand_type, shape, dtypes
                        f"the reference executor computes at most 2^24 elements per tensor")
 
 
+class _Step:
+    """One operation of a :class:`Program`: its type, kernel (None: the table has none),
+    error prefix, and per input either a constant view's fields (constants, omitted
+    operands) or None (a value bound at run time)."""
+
+    __slots__ = ("operation", "op_type", "where", "opdef", "inputs", "consts", "runs", "has_no_value",
+                 "failure")
+
+    def __init__(self, k: int, operation, sg: Subgraph, model: Model, table, dtypes, fields):
+        self.operation = operation
+        self.op_type = operation.type if is_extension_type(operation.type) else OperationType(operation.type)
+        self.where = f"operation {k} ({type_name(self.op_type)})"
+        self.opdef = (table or ops.REGISTRY).get(self.op_type)
+        self.runs = self.opdef is not None and getattr(self.opdef, "run", None) is not None
+        self.inputs = list(operation.inputs)
+        self.consts = []
+        self.has_no_value = False
+        #: What reading a constant input raised (an extension type without a dtype): raised
+        #: again when the operation is reached, as reading it there would.
+        self.failure = None
+        for idx in self.inputs:
+            o = sg.operands[idx]
+            t, scale, zp, cq, data = fields[idx]
+            if o.lifetime == L.NO_VALUE:
+                self.consts.append((t, tuple(o.dimensions), scale, zp, None, True, cq, data))
+                self.has_no_value = True
+            elif o.lifetime in _CONSTANT_LIFETIMES:
+                try:
+                    value = constant_value(model, o, _dtype(o.type, dtypes))
+                except Exception as e:  # noqa: BLE001
+                    self.failure, value = e, None
+                self.consts.append((t, tuple(o.dimensions), scale, zp, value, False, cq, data))
+            else:
+                self.consts.append(None)
+
+
+_CONSTANT_LIFETIMES = (L.CONSTANT_COPY, L.CONSTANT_REFERENCE, L.SUBGRAPH)
+
+
+class Program:
+    """A subgraph compiled for execution with one kernel table: per operand its static
+    view fields (type, scale, zeroPoint, per-channel quantization, extension data), its
+    declared dimensions, numpy dtype and item size; per operation a :class:`_Step`."""
+
+    def __init__(self, model: Model, sg: Subgraph, table=None, dtypes=None):
+        self.fields = []
+        for o in sg.operands:
+            cq, data = None, None
+            if isinstance(o.extra_params, SymmPerChannelQuantParams):
+                cq = (np.asarray(o.extra_params.scales, np.float32), o.extra_params.channel_dim)
+            elif isinstance(o.extra_params, (bytes, bytearray)):
+                data = bytes(o.extra_params)
+            t = _OPERAND_TYPES.get(o.type)
+            if t is None:  # an extension type keeps its code (an invalid one too: it fails when used)
+                t = o.type
+            self.fields.append((t, o.scale, o.zero_point, cq, data))
+        self.declared = [tuple(o.dimensions) for o in sg.operands]
+        self.dtypes = [_dtype_or_none(o.type, dtypes) for o in sg.operands]
+        self.steps = [_Step(k, op, sg, model, table, dtypes, self.fields) for k, op in enumerate(sg.operations)]
+
+
+def _dtype_or_none(operand_type, dtypes):
+    try:
+        return _dtype(operand_type, dtypes)
+    except Exception:  # noqa: BLE001 - an extension type without a dtype: fails when used
+        return None
+
+
+#: Programs of held models: id(model) -> (weak reference, {(id(subgraph), id(table),
+#: id(dtypes)): Program}).
+_HELD: dict[int, tuple[weakref.ref, dict]] = {}
+#: Programs kept per held model (kernel tables and subgraphs combined).
+_PROGRAMS_PER_MODEL = 16
+
+
+def hold(model: Model) -> None:
+    """Declare that ``model`` will not change any more (a prepared model's), so the
+    programs compiled for it are kept and reused by every execution until it is garbage
+    collected. Changing a held model in place is undefined (as in the HAL)."""
+    key = id(model)
+    entry = _HELD.get(key)
+    if entry is not None and entry[0]() is model:
+        return
+    _HELD[key] = (weakref.ref(model, lambda _r, key=key: _HELD.pop(key, None)), {})
+
+
+def program(model: Model, sg: Subgraph, table=None, dtypes=None) -> Program:
+    """The :class:`Program` of ``sg`` (a subgraph of ``model``) with ``table`` / ``dtypes``:
+    the kept one for a held model (compiled on first use), else a new one."""
+    entry = _HELD.get(id(model))
+    if entry is None or entry[0]() is not model:
+        return Program(model, sg, table, dtypes)
+    programs = entry[1]
+    key = (id(sg), id(table), id(dtypes))
+    found = programs.get(key)
+    if found is None or found[0] is not sg or found[1] is not table or found[2] is not dtypes:
+        if len(programs) >= _PROGRAMS_PER_MODEL:
+            programs.clear()
+        found = programs[key] = (sg, table, dtypes, Program(model, sg, table, dtypes))
+    return found[3]
+
+
 def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | None, list[int]]],
                  relaxed: bool = False, table=None, dtypes=None, *, loop_timeout_ns: int | None = None,
                  deadline_ns: int | None = None, _depth: int = 0) -> list[np.ndarray]:
@@ -155,6 +267,8 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
     if loop_timeout_ns is None:
         loop_timeout_ns = LOOP_TIMEOUT_DEFAULT_NS
     loop_timeout_ns = min(max(int(loop_timeout_ns), 0), LOOP_TIMEOUT_MAXIMUM_NS)
+    prog = program(model, sg, table, dtypes)
+    fields, declared, out_dtypes = prog.fields, prog.declared, prog.dtypes
     runner = None
     values: dict[int, np.ndarray | None] = {}
     dims_of: dict[int, tuple[int, ...]] = {}
@@ -164,71 +278,79 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
         dims_of[idx] = tuple(dims)
         if value is None:
             omitted.add(idx)
-    for k, operation in enumerate(sg.operations):
-        op_type = operation.type if is_extension_type(operation.type) else OperationType(operation.type)
-        where = f"operation {k} ({type_name(op_type)})"
-        views_in = []
-        for idx in operation.inputs:
-            o = sg.operands[idx]
-            if o.lifetime == L.NO_VALUE:
-                views_in.append(operand_view(o, None, omitted=True))
-            elif idx in values:
-                views_in.append(operand_view(o, values[idx], idx in omitted, dims_of[idx]))
-            else:
-                views_in.append(operand_view(o, constant_value(model, o, _dtype(o.type, dtypes))))
-        views_out = [operand_view(sg.operands[idx]) for idx in operation.outputs]
-        ctx = OpContext(op_type, views_in, views_out, relaxed)
-        opdef = (table or ops.REGISTRY).get(op_type)
-        if opdef is None:
-            raise HalError(ErrorStatus.GENERAL_FAILURE, f"{where}: no kernel for this operation")
-        _check_omitted(where, opdef, operation, views_in, views_out)
-        try:
-            if getattr(opdef, "run", None) is not None:  # control flow: run referenced subgraphs
-                if runner is None:
-                    runner = _Runner(model, relaxed, table, dtypes, loop_timeout_ns, deadline_ns, _depth)
-                results = opdef.run(ctx, runner)
-                if len(results) != len(operation.outputs):
-                    raise OperationError(f"gave {len(results)} values for {len(operation.outputs)} outputs")
-                shapes = [tuple(int(d) for d in np.shape(r)) for r in results]
-                results = [np.asarray(r) for r in results]
-                for j, (idx, shape) in enumerate(zip(operation.outputs, shapes)):
-                    _check_output_size(where, j, idx, sg.operands[idx].type, shape, dtypes)
-            else:
-                shapes = [tuple(int(d) for d in s) for s in opdef.prepare(ctx)]
-                for j, (idx, shape) in enumerate(zip(operation.outputs, shapes)):
-                    _check_output_size(where, j, idx, sg.operands[idx].type, shape, dtypes)
-                for view, shape in zip(views_out, shapes):
-                    view.dims = shape
-                with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):
+        for step in prog.steps:
+            if step.failure is not None:
+                raise step.failure
+            views_in = []
+            for idx, const in zip(step.inputs, step.consts):
+                if const is not None:
+                    views_in.append(OperandView(*const))
+                elif idx in values:
+                    t, scale, zp, cq, data = fields[idx]
+                    views_in.append(OperandView(t, dims_of[idx], scale, zp, values[idx], idx in omitted, cq, data))
+                else:  # not computed yet (only in a model validation would reject)
+                    t, scale, zp, cq, data = fields[idx]
+                    views_in.append(OperandView(t, declared[idx], scale, zp, None, False, cq, data))
+            outputs = step.operation.outputs
+            views_out = []
+            for idx in outputs:
+                t, scale, zp, cq, data = fields[idx]
+                views_out.append(OperandView(t, declared[idx], scale, zp, None, False, cq, data))
+            where, opdef = step.where, step.opdef
+            ctx = OpContext(step.op_type, views_in, views_out, relaxed)
+            if opdef is None:
+                raise HalError(ErrorStatus.GENERAL_FAILURE, f"{where}: no kernel for this operation")
+            if step.has_no_value or omitted:
+                _check_omitted(where, opdef, step.operation, views_in, views_out)
+            try:
+                if step.runs:  # control flow: run referenced subgraphs
+                    if runner is None:
+                        runner = _Runner(model, relaxed, table, dtypes, loop_timeout_ns, deadline_ns, _depth)
+                    results = opdef.run(ctx, runner)
+                    if len(results) != len(outputs):
+                        raise OperationError(f"gave {len(results)} values for {len(outputs)} outputs")
+                    shapes = [tuple(int(d) for d in np.shape(r)) for r in results]
+                    results = [np.asarray(r) for r in results]
+                    for j, (idx, shape) in enumerate(zip(outputs, shapes)):
+                        _check_output_size(where, j, idx, fields[idx][0], shape, dtypes)
+                else:
+                    shapes = [tuple(int(d) for d in s) for s in opdef.prepare(ctx)]
+                    for j, (idx, shape) in enumerate(zip(outputs, shapes)):
+                        _check_output_size(where, j, idx, fields[idx][0], shape, dtypes)
+                    for view, shape in zip(views_out, shapes):
+                        view.dims = shape
                     results = opdef.execute(ctx)
-        except LoopTimeoutError as e:
-            raise HalError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, f"{where}: {e}") from None
-        except OperationError as e:
-            raise HalError(ErrorStatus.GENERAL_FAILURE, f"{where}: {e}") from None
-        except HalError as e:
-            if getattr(opdef, "run", None) is not None:
-                raise HalError(e.status, f"{where}: {e.message}", e.output_shapes) from None
-            raise
-        except RecursionError:
-            raise HalError(ErrorStatus.GENERAL_FAILURE, f"{where}: control flow nested too deep") from None
-        except Exception as e:  # a reference kernel bug must not crash the caller
-            raise HalError(ErrorStatus.GENERAL_FAILURE,
-                           f"{where}: reference kernel raised {type(e).__name__}: {e}") from e
-        for j, (idx, shape, result) in enumerate(zip(operation.outputs, shapes, results)):
-            declared = sg.operands[idx].dimensions
-            if tuple(result.shape) != shape:
+            except LoopTimeoutError as e:
+                raise HalError(ErrorStatus.MISSED_DEADLINE_TRANSIENT, f"{where}: {e}") from None
+            except OperationError as e:
+                raise HalError(ErrorStatus.GENERAL_FAILURE, f"{where}: {e}") from None
+            except HalError as e:
+                if step.runs:
+                    raise HalError(e.status, f"{where}: {e.message}", e.output_shapes) from None
+                raise
+            except RecursionError:
+                raise HalError(ErrorStatus.GENERAL_FAILURE, f"{where}: control flow nested too deep") from None
+            except Exception as e:  # a reference kernel bug must not crash the caller
                 raise HalError(ErrorStatus.GENERAL_FAILURE,
-                               f"{where}: kernel produced shape {result.shape} for output {j}, "
-                               f"prepare inferred {shape}")
-            if declared and (len(declared) != len(shape) or
-                             any(d not in (0, s) for d, s in zip(declared, shape))):
-                raise HalError(ErrorStatus.GENERAL_FAILURE,
-                               f"{where}: output {j} (operand {idx}) has shape {list(shape)}, "
-                               f"the model declares {list(declared)}")
-            # asarray(order="C"), not ascontiguousarray, which would make a scalar output
-            # (RANK's INT32) 1-D
-            values[idx] = np.asarray(result, dtype=_dtype(sg.operands[idx].type, dtypes), order="C")
-            dims_of[idx] = shape
+                               f"{where}: reference kernel raised {type(e).__name__}: {e}") from e
+            for j, (idx, shape, result) in enumerate(zip(outputs, shapes, results)):
+                decl = declared[idx]
+                if result.shape != shape:
+                    raise HalError(ErrorStatus.GENERAL_FAILURE,
+                                   f"{where}: kernel produced shape {result.shape} for output {j}, "
+                                   f"prepare inferred {shape}")
+                if decl and decl != shape and (len(decl) != len(shape) or
+                                               any(d not in (0, s) for d, s in zip(decl, shape))):
+                    raise HalError(ErrorStatus.GENERAL_FAILURE,
+                                   f"{where}: output {j} (operand {idx}) has shape {list(shape)}, "
+                                   f"the model declares {list(decl)}")
+                # asarray(order="C"), not ascontiguousarray, which would make a scalar output
+                # (RANK's INT32) 1-D
+                dtype = out_dtypes[idx]
+                values[idx] = np.asarray(result, dtype=dtype if dtype is not None else
+                                         _dtype(fields[idx][0], dtypes), order="C")
+                dims_of[idx] = shape
     return [values[idx] for idx in sg.output_indexes]
 
 

@@ -7,7 +7,7 @@ import time
 from .. import ops
 from . import sample_cache
 from ..errors import HalError
-from ..executor import execute, execution_limits
+from ..executor import execute, execution_limits, hold
 from ..hal.interfaces import IDevice, IPreparedModel
 from ..hal.types import Capabilities, Model, OutputShape, PerformanceInfo, Request, Timing
 from ..extensions import is_tensor_operand_type
@@ -23,6 +23,7 @@ class SamplePreparedModel(IPreparedModel):
     def __init__(self, model: Model, device: "SampleDevice"):
         self.model = model
         self.device = device
+        hold(model)  # prepared: the executor keeps its compiled programs
 
     def execute_synchronously(self, request: Request, measure=MeasureTiming.NO, deadline_ns=None,
                               loop_timeout_duration_ns=None) -> tuple[list[OutputShape], Timing]:

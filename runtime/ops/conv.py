@@ -269,24 +269,39 @@ def direct_conv(x: np.ndarray, f: np.ndarray, win: Window2D) -> np.ndarray:
 TAP_BLOCK_ELEMENTS = 1 << 16
 
 
+#: From this many output channels on, :func:`depthwise_taps` contracts the windows with
+#: ``np.einsum`` (an inner loop over the channels per window cell) instead of making one
+#: pass over the output per tap (faster for few channels).
+EINSUM_MIN_CHANNELS = 48
+
+
 def depthwise_taps(x: np.ndarray, k: np.ndarray, bias: np.ndarray, activation: int,
                    win: Window2D, multiplier: int) -> np.ndarray:
     """DEPTHWISE_CONV_2D of NHWC ``x`` [n, h, w, depth_in] with ``k`` [fh, fw, depth_out]
     (depth_out = depth_in * ``multiplier``; output channel ``c * multiplier + m`` reads
     input channel ``c``), plus ``bias`` [depth_out], clamped to FuseCode ``activation``;
-    all of one float dtype. One multiply-accumulate pass per filter tap (:func:`tap_views`,
-    taps in row-major order), in blocks of output rows of about
-    :data:`TAP_BLOCK_ELEMENTS`. Returns [n, out_h, out_w, depth_out] of ``x``'s dtype,
+    all of one float dtype. Few channels: one multiply-accumulate pass per filter tap
+    (:func:`tap_views`, taps in row-major order), in blocks of output rows of about
+    :data:`TAP_BLOCK_ELEMENTS`; from :data:`EINSUM_MIN_CHANNELS` on, ``np.einsum`` over the
+    windows (taps summed in row-major order too). Returns [n, out_h, out_w, depth_out] of ``x``'s dtype,
     C-contiguous. The caller checks :data:`MAX_PADDED_ELEMENTS` and :data:`MAX_TAPS`."""
     n = x.shape[0]
-    (oh, ow) = win.out_hw
+    (fh, fw), (oh, ow) = win.filter_hw, win.out_hw
     cout = k.shape[2]
     if n == 0:
         return np.zeros((0, oh, ow, cout), x.dtype)
     if multiplier > 1:
         x = np.repeat(x, multiplier, axis=3)
-    kt = np.tile(k, (1, 1, ow))  # [fh, fw, out_w * depth_out]: one row of the output
-    bt = np.tile(bias.astype(x.dtype, copy=False), ow)
+    if cout >= EINSUM_MIN_CHANNELS:  # enough channels for einsum's inner loop over them
+        xp = padded_input(x, win)
+        (sh, sw), (dh, dw) = win.stride_hw, win.dilation_hw
+        s0, s1, s2, s3 = xp.strides
+        windows = np.lib.stride_tricks.as_strided(
+            xp, (n, oh, ow, fh, fw, cout), (s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3), writeable=False)
+        return bias_activation(np.einsum("nhwabc,abc->nhwc", windows, k), bias, activation)
+    # [fh, fw, out_w * depth_out]: the filter along one row of the output
+    kt = np.broadcast_to(k[:, :, None, :], (fh, fw, ow, cout)).reshape(fh, fw, ow * cout)
+    bt = np.broadcast_to(bias.astype(x.dtype, copy=False), (ow, cout)).reshape(-1)
     lo, hi = activation_range(activation)
     out = np.empty((n, oh, ow * cout), x.dtype)
     views = sorted(tap_views(padded_input(x, win), win), key=lambda t: (t[0], t[1]))
@@ -312,7 +327,8 @@ def bias_activation(out: np.ndarray, bias: np.ndarray, activation: int) -> np.nd
     c = out.shape[-1]
     if out.size:
         rows = out.reshape(-1, out.shape[-2] * c) if out.ndim >= 2 else out.reshape(1, c)
-        np.add(rows, np.tile(bias.astype(out.dtype, copy=False), rows.shape[1] // c), out=rows)
+        reps = rows.shape[1] // c
+        np.add(rows, np.broadcast_to(bias.astype(out.dtype, copy=False), (reps, c)).reshape(-1), out=rows)
     if activation:
         lo, hi = activation_range(activation)
         np.clip(out, lo, hi, out=out)
@@ -767,18 +783,27 @@ def _validator(kind: str):
     return validate
 
 
+def _params_of(ctx: OpContext, kind: str) -> ConvParams:
+    """:func:`conv_params` of ``ctx``, computed once: ``prepare`` and ``execute`` of one
+    execution get the same context, whose inputs do not change in between."""
+    memo = ctx.__dict__.get("_conv_params")
+    if memo is None or memo[0] is not ctx.inputs:
+        memo = ctx.__dict__["_conv_params"] = (ctx.inputs, conv_params(ctx, kind))
+    return memo[1]
+
+
 def _kernel(kind: str):
     def prepare(ctx: OpContext):
         """Output [batches, out_height, out_width, depth_out] (NCHW: [batches, depth_out,
         out_height, out_width])."""
-        p = conv_params(ctx, kind)
+        p = _params_of(ctx, kind)
         return [layout_dims(p.out_nhwc, p.nchw)]
 
     def execute(ctx: OpContext):
         """Sum over the window (and the group's input channels) of input * filter, plus
         bias, then the fused activation; float64 from real values, stored in the output
         type and layout. Raises OperationError past :data:`MAX_MACS`."""
-        p = conv_params(ctx, kind)
+        p = _params_of(ctx, kind)
         check_filter_quant(ctx, 3 if kind == DEPTHWISE else 0)
         inp, flt, bias = ctx.inputs[:3]
         (fh, fw), (oh, ow) = p.win.filter_hw, p.win.out_hw

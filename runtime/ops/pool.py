@@ -38,7 +38,8 @@ from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (Window2D, apply_activation, check_fuse_code, check_same_quant, from_float,
                      from_nhwc, layout_dims, layout_flag, nhwc_dims, read_window,
                      sliding_windows, to_float, to_nhwc, window_args)
-from .conv import GEN_MIN_OUTPUT, draft_linked, draft_spatial, draft_window_axis, param_window
+from .conv import (GEN_MIN_OUTPUT, MAX_PADDED_ELEMENTS, MAX_TAPS, draft_linked, draft_spatial,
+                   draft_window_axis, padded_input, padded_size, param_window, tap_views)
 from .generation import quant_limits
 
 T = OperandType
@@ -173,19 +174,66 @@ def _pool_clipped(kind: str, x: np.ndarray, win: Window2D) -> np.ndarray:
     return cells[:, row_of][:, :, col_of]
 
 
+def _axis_counts(n_out: int, stride: int, pad: int, size: int, filt: int) -> np.ndarray:
+    """Per output index along one axis, how many of the window's ``filt`` cells lie inside
+    the input (>= 1: each padding is smaller than the filter)."""
+    starts = np.arange(n_out, dtype=np.int64) * stride - pad
+    return np.minimum(starts + filt, size) - np.maximum(starts, 0)
+
+
+def _pool_taps(kind: str, x: np.ndarray, win: Window2D) -> np.ndarray:
+    """The pooling ``kind`` (average, l2, max) of NHWC ``x`` (float32 for a max of
+    TENSOR_FLOAT32 / TENSOR_FLOAT16 values, which it keeps exactly; else float64) by one
+    pass over the output per window tap (:func:`.conv.tap_views` over the input padded with
+    -inf for a maximum, 0 otherwise); averages divide by the in-bounds cells of each window.
+    Returns [n, out_h, out_w, depth] of ``x``'s dtype."""
+    n, h, w, c = x.shape
+    (fh, fw), (sh, sw), (oh, ow) = win.filter_hw, win.stride_hw, win.out_hw
+    v = x * x if kind == "l2" else x
+    taps = sorted(tap_views(padded_input(v, win, -np.inf if kind == "max" else 0.0), win),
+                  key=lambda t: (t[0], t[1]))
+    op = np.maximum if kind == "max" else np.add
+    out = taps[0][2].copy()
+    for _, _, view in taps[1:]:
+        op(out, view, out=out)
+    out = out.reshape(n, oh, ow, c)
+    if kind != "max":
+        count = (_axis_counts(oh, sh, win.pad_top, h, fh)[:, None] *
+                 _axis_counts(ow, sw, win.pad_left, w, fw)[None, :]).astype(out.dtype)
+        out /= count[None, :, :, None]
+        if kind == "l2":
+            np.sqrt(out, out=out)
+    return out
+
+
 def _executor(reduce, kind: str):
     def execute(ctx: OpContext):
         """Reduce every window of the real (dequantized, float64) input in NHWC, apply the
         fused activation, store in the output type and layout. Zero batches give an empty
-        output."""
+        output. A window of at most :data:`.conv.MAX_TAPS` taps over an input whose padded
+        copy stays under :data:`.conv.MAX_PADDED_ELEMENTS` is reduced tap by tap
+        (:func:`_pool_taps`; a maximum of float values in their own precision, which is
+        exact); a bigger one through :func:`.common.sliding_windows`, or its in-bounds part
+        (:func:`_pool_clipped`) past :data:`MAX_WINDOW_CELLS`."""
         win, activation = _params(ctx)
         nchw = _nchw(ctx)
-        x = to_nhwc(to_float(ctx.inputs[0]), nchw)
+        inp, out = ctx.inputs[0], ctx.outputs[0]
+        native = kind == "max" and inp.type in (F32, F16) and out.type == inp.type
+        x = to_nhwc(inp.value if native else to_float(inp), nchw)
         if x.shape[0] == 0:
-            real = np.zeros((0, *win.out_hw, x.shape[3]))
+            real = np.zeros((0, *win.out_hw, x.shape[3]), x.dtype)
+        elif _needs_clipping(x, win):
+            real = _pool_clipped(kind, x, win)
+        elif win.filter_hw[0] * win.filter_hw[1] <= MAX_TAPS and \
+                padded_size(x.shape, win) <= MAX_PADDED_ELEMENTS:
+            real = _pool_taps(kind, x, win)
         else:
-            real = _pool_clipped(kind, x, win) if _needs_clipping(x, win) else reduce(ctx, win, x)
-        return [from_nhwc(from_float(ctx.outputs[0], apply_activation(real, activation)), nchw)]
+            real = reduce(ctx, win, x)
+        if activation:
+            real = apply_activation(real, activation)
+        if native:
+            return [from_nhwc(np.ascontiguousarray(real), nchw)]
+        return [from_nhwc(from_float(out, real), nchw)]
     return execute
 
 
