@@ -301,3 +301,96 @@ def test_locate_divergence_on_tflite_tensors():
     d = acc.locate_divergence(builtin.operators, builtin.tensors, bad, tensor_names=names)
     assert d.found and d.operator == 40 and d.builtin == op40.name
     assert d.tensor == names[op40.outputs[0]] and d.max_error == pytest.approx(0.5, abs=0.01)
+
+
+# ----------------------------------------------------------------------- with the importer
+
+def _sample():
+    from runtime.nnapi.device import get_devices
+    return get_devices(["sample"])[0]
+
+
+def _short_spec():
+    from types import SimpleNamespace
+    return SimpleNamespace(name="face_detection_short_range", path=SHORT, kind="face_detection", tolerance={})
+
+
+class _MaxPoolOffByAQuarter:
+    """The sample driver with MAX_POOL_2D's float results 0.25 too high (planted fault)."""
+
+    @staticmethod
+    def device():
+        from runtime.nnapi.device import Device
+        from runtime.types import OperationType
+        from tests.broken_drivers import _PatchedDevice
+
+        class MaxPoolHigh(_PatchedDevice):
+            operation = OperationType.MAX_POOL_2D
+
+            def patch(self, ctx, kernel):
+                return [o + np.float32(0.25) for o in kernel(ctx)]
+        return Device(MaxPoolHigh())
+
+
+@needs_litert
+def test_check_accuracy_sample_driver_matches_tflite_layer_by_layer():
+    from mlts.tflite_import import import_tflite
+    imported = import_tflite(SHORT)
+    r = acc.check_accuracy(_short_spec(), imported, _sample(), [_face_input(128)])
+    assert r["within_tolerance"], r
+    assert [o["name"] for o in r["outputs"]] == ["regressors", "classificators"]
+    assert r["detection"]["matched"] == r["detection"]["tflite"] == 1
+    # every mapped operator's output compared (the folded float16 DEQUANTIZEs are skipped)
+    folded = {m.index for m in imported.mapping if m.status == "folded"}
+    assert not r["divergence"]["found"] and set(r["divergence"]["skipped"]) == folded
+    assert len(r["layers"]) == len(imported.mapping) - len(folded)
+    json.dumps(r)
+
+
+@needs_litert
+def test_divergence_locator_names_a_broken_operation():
+    from mlts.litert import run_litert
+    from mlts.tflite_import import import_tflite
+    x = _face_input(128)
+    imported = import_tflite(SHORT)
+    r = acc.check_accuracy(_short_spec(), imported, _MaxPoolOffByAQuarter.device(), [x])
+    # golden: TFLite's own operator list names the model's first MAX_POOL_2D
+    ops = run_litert(SHORT, [x], kernels="builtin").operators
+    first_pool = next(o for o in ops if o.name == "MAX_POOL_2D")
+    d = r["divergence"]
+    assert not r["within_tolerance"] and d["found"]
+    assert (d["operator"], d["builtin"], d["nnapi"]) == (first_pool.index, "MAX_POOL_2D", "MAX_POOL_2D")
+    assert d["max_error"] == pytest.approx(0.25, abs=1e-3)
+    assert all(x["ratio"] <= 1 for x in r["layers"] if x["operator"] < first_pool.index)
+
+
+@needs_litert
+def test_bench_model_side_by_side_on_the_sample_driver():
+    from mlts.bench import bench_model
+    s = BenchSettings(warmup=1, min_iterations=2, min_duration_s=0.0)
+    r = bench_model(SHORT, _sample(), [_face_input(128)], s)
+    assert not r.errors, r.errors
+    assert set(r.driver) == {"sync", "async", "burst"} and set(r.tflite) == {"xnnpack", "builtin"}
+    assert all(v.iterations == 2 for v in [*r.driver.values(), *r.tflite.values()])
+    c = r.compile
+    assert c.no_cache_s > 0 and c.save_s > 0 and c.with_cache_s > 0 and c.cache_files > 0
+    d = json.loads(r.to_json())
+    assert set(d["ratios"]) == {f"{m}/{k}" for m in ("sync", "async", "burst") for k in ("xnnpack", "builtin")}
+    assert d["driver_blas_threads"] in (1, None)
+    assert "driver sync" in r.table()
+
+
+def test_blas_threads_limits_and_restores():
+    from mlts.bench import blas_threads
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        pytest.skip("threadpoolctl is not installed")
+    blas = [i for i in threadpool_info() if i["user_api"] == "blas"]
+    if not blas:
+        pytest.skip("numpy has no BLAS threadpool threadpoolctl can see")
+    before = blas[0]["num_threads"]
+    with blas_threads(1) as b:
+        assert b.threads == 1
+        assert [i for i in threadpool_info() if i["user_api"] == "blas"][0]["num_threads"] == 1
+    assert [i for i in threadpool_info() if i["user_api"] == "blas"][0]["num_threads"] == before
