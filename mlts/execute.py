@@ -25,6 +25,10 @@ Inputs: one numpy array per TFLite graph input, of its shape (or the same number
 elements) and dtype (a value of another dtype is converted when numpy can do so without
 changing kind, e.g. float64 -> float32; otherwise ValueError).
 
+``run_isolated(imported, device, reference)`` runs each mapped TFLite operator alone on
+reference inputs (e.g. TFLite's own intermediate tensors), separating a layer's own error
+from the error accumulated before it.
+
 Errors: ValueError for wrong inputs or an unknown mode (naming the model and input);
 :class:`~mlts.tflite_import.TFLiteImportError` for an unsupported operator (no NNAPI mapping
 and no CPU kernel) or a failed CPU kernel; ``runtime.errors.NnapiError`` from the front end
@@ -46,7 +50,7 @@ from runtime.testing.frontend import build_model
 from runtime.types import operand_dtype
 
 from .fallback import FallbackError
-from .tflite_import import FallbackStep, ImportedModel, Partition, TFLiteImportError
+from .tflite_import import FallbackStep, ImportedModel, Partition, TFLiteImportError, _test_model
 
 MODES = ("sync", "async", "burst")
 
@@ -254,3 +258,92 @@ def run_imported(imported: ImportedModel, device, inputs, *, keep_tensors: bool 
                                     f"was never computed")
         outputs.append(np.asarray(v).reshape(info.shape))
     return RunResult(outputs, env if prepared.keep_tensors else {}, secs)
+
+
+@dataclass
+class IsolatedResult:
+    """One TFLite operator run alone (:func:`run_isolated`): ``operator`` index,
+    ``builtin``, ``outputs`` (TFLite tensor -> value computed from the reference inputs),
+    ``nnapi`` (the NNAPI operations run)."""
+
+    operator: int
+    builtin: str
+    outputs: dict
+    nnapi: list
+
+
+def run_isolated(imported: ImportedModel, device, reference: dict, operators=None) -> list[IsolatedResult]:
+    """Run every mapped TFLite operator (or those in ``operators``) on its own: a model of
+    just its NNAPI operations whose inputs are the ``reference`` values (TFLite tensor index
+    -> array, e.g. TFLite's preserved intermediate tensors). The error of each operator is
+    then its own, not accumulated from earlier layers: what tells a wrong mapping or kernel
+    from rounding differences growing through a deep quantized network. Operators whose
+    inputs are missing from ``reference`` are skipped. Raises NnapiError naming the
+    operator when the front end refuses or the execution fails."""
+    from runtime.testing.test_model import TestOperand, TestOperation, TestSubgraph
+    from runtime.types import OperandLifeTime as L
+    wanted = None if operators is None else set(operators)
+    results = []
+    for part in imported.partitions:
+        main = part.model.main
+        tensor_of = {k: t for t, k in part.operand_of.items()}
+        writer = {o: j for j, op in enumerate(main.operations) for o in op.outputs}
+        for operator in part.operators:
+            if wanted is not None and operator not in wanted:
+                continue
+            group = {j for j, o in enumerate(part.origin) if o == operator}
+            todo = list(group)
+            while todo:  # pull in producers of importer temporaries (e.g. a shared DEQUANTIZE)
+                j = todo.pop()
+                for i in main.operations[j].inputs:
+                    if i not in tensor_of and i in writer and writer[i] not in group:
+                        group.add(writer[i])
+                        todo.append(writer[i])
+            ops_ = [main.operations[j] for j in sorted(group)]
+            written = {o for op in ops_ for o in op.outputs}
+            outs = [o for op in ops_ for o in op.outputs if o in tensor_of
+                    and part.origin[writer[o]] == operator]
+            feeds = sorted({i for op in ops_ for i in op.inputs if i not in written
+                            and main.operands[i].lifetime in (L.SUBGRAPH_INPUT, L.TEMPORARY_VARIABLE,
+                                                              L.SUBGRAPH_OUTPUT)})
+            if not outs or any(tensor_of.get(i) not in reference for i in feeds):
+                continue
+            remap: dict[int, int] = {}
+            operands = []
+            for i in sorted({i for op in ops_ for i in op.inputs + op.outputs}):
+                o = main.operands[i]
+                lt = o.lifetime
+                if i in feeds:
+                    lt = L.SUBGRAPH_INPUT
+                elif i in outs:
+                    lt = L.SUBGRAPH_OUTPUT
+                elif i in written:
+                    lt = L.TEMPORARY_VARIABLE
+                remap[i] = len(operands)
+                operands.append(TestOperand(o.type, list(o.dimensions), o.scale, o.zero_point, lt, 0, False,
+                                            o.channel_quant, o.data))
+            sg = TestSubgraph(operands, [TestOperation(op.type, [remap[i] for i in op.inputs],
+                                                       [remap[o] for o in op.outputs]) for op in ops_],
+                              [remap[i] for i in feeds], [remap[o] for o in outs])
+            builtin = next(m.builtin for m in imported.mapping if m.index == operator)
+            try:
+                c = Compilation.create_for_devices(build_model(_test_model(f"{imported.name}-op{operator}", sg)),
+                                                   [device])
+                c.finish()
+                ex = Execution(c)
+                for j, i in enumerate(feeds):
+                    ex.set_input(j, np.ascontiguousarray(reference[tensor_of[i]]).reshape(main.operands[i].dimensions))
+                bufs = []
+                for j, o in enumerate(outs):
+                    buf = np.empty(main.operands[o].dimensions, operand_dtype(main.operands[o].type))
+                    ex.set_output(j, buf)
+                    bufs.append(buf)
+                ex.compute()
+            except NnapiError as e:
+                raise NnapiError(e.code, f"{imported.name}: operator {operator} ({builtin}) alone: "
+                                 f"{e.message}") from e
+            results.append(IsolatedResult(
+                operator, builtin,
+                {tensor_of[o]: b.reshape(imported.tensors[tensor_of[o]].shape) for o, b in zip(outs, bufs)},
+                [op.type.name for op in ops_]))
+    return results

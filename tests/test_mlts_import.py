@@ -558,3 +558,40 @@ def test_operations_a_driver_lacks_run_on_the_cpu_device(device):
     xv = rand(1, 4, 4, 2)
     a = run_imported(imported, minimal, [xv], prepared=prepared).outputs[0]
     np.testing.assert_array_equal(a, run_imported(imported, device, [xv]).outputs[0])
+
+
+BUNDLED = sorted((Path(__file__).resolve().parent.parent / "mlts" / "models").glob("*.tflite"))
+
+
+@pytest.mark.skipif(not BUNDLED, reason="no generated models under mlts/models")
+@pytest.mark.parametrize("path", BUNDLED, ids=lambda p: p.stem)
+def test_bundled_model(path, device):
+    """Every operator of the generated MobileNets / LSTM maps to NNAPI. Float models match
+    TFLite end to end; quantized ones operator by operator within 1 quantum (run alone on
+    TFLite's own intermediate tensors: end to end, single-quantum rounding differences of
+    the reference kernels grow through a deep quantized network)."""
+    from mlts.execute import run_isolated
+    imported = import_tflite(path)
+    assert not imported.fallbacks, describe(imported)
+    rng = np.random.default_rng(0)
+    xs = []
+    for t in imported.inputs:
+        if t.dtype.kind == "f":
+            xs.append(rng.uniform(-1, 1, t.shape).astype(t.dtype))
+        else:
+            lim = np.iinfo(t.dtype)
+            xs.append(rng.integers(lim.min, lim.max + 1, t.shape).astype(t.dtype))
+    want, it = tflite_run(path, xs, preserve=True)
+    if all(t.dtype.kind == "f" for t in imported.outputs) and all(t.dtype.kind == "f" for t in imported.inputs):
+        got = run_imported(imported, device, xs)
+        for g, w in zip(got.outputs, want):  # 28 float layers, then a softmax of large logits
+            assert np.abs(g - w).max() <= 1e-4 * max(1.0, np.abs(w).max())
+        return
+    ref = {t.index: it.get_tensor(t.index) for t in imported.tensors if t.dtype is not None}
+    results = run_isolated(imported, device, ref)
+    assert len(results) == sum(m.status == "nnapi" for m in imported.mapping)
+    for r in results:
+        for t, v in r.outputs.items():
+            err = np.abs(v.astype(np.float64) - ref[t].astype(np.float64)).max()
+            bound = 1.0 if v.dtype.kind in "iu" else 1e-5 * max(1.0, np.abs(ref[t]).max())
+            assert err <= bound, (r.operator, r.builtin, err)
