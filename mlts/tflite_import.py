@@ -527,9 +527,6 @@ class _Unmappable(Exception):
     """The operator has no NNAPI mapping (the message says why)."""
 
 
-_FLOAT_TYPES = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)
-
-
 def _nn_type(info: TensorInfo) -> tuple[T, float, int, tuple | None]:
     """(NNAPI operand type, scale, zeroPoint, channel_quant) of a TFLite tensor."""
     tn = info.type_name
@@ -802,8 +799,7 @@ def _weights_and_bias(b: _Builder, op: _Op, x: TensorInfo, w_t: int, bias_t: int
         wk = b.dequantized(w_t)
         names.append("DEQUANTIZE")
     else:
-        _require(x.type_name == w.type_name or (x.type_name == "INT8" and w.type_name == "INT8"),
-                 f"input type {x.type_name} with weights of type {w.type_name}")
+        _require(x.type_name == w.type_name, f"input type {x.type_name} with weights of type {w.type_name}")
         wk = b.tensor(w_t)
     quant = _is_quant8(x)
     if quant:
@@ -1395,9 +1391,6 @@ class _Importer:
             return None
         return info.buffer
 
-    def _op_where(self, op: _Op) -> str:
-        return f"{self.where}: operator {op.index} ({op.builtin})"
-
     def _fold(self, op: _Op, kernel) -> str | None:
         """Evaluate ``op`` now if every input is constant (SHAPE: always, from the static
         shape); returns the reason or None."""
@@ -1430,8 +1423,8 @@ class _Importer:
                 vals.append(self.tensors[t].buffer if v is None else v)  # sparse: stored values
         try:
             outs = kernel(vals, step)
-        except fallback.FallbackError as e:
-            raise TFLiteImportError(f"{self._op_where(op)}: folding failed: {e}") from None
+        except (fallback.FallbackError, ArithmeticError, IndexError, TypeError, ValueError):
+            return None  # not folded: mapped, or left to run (and report) as a fallback step
         for t, v in zip(op.outputs, outs):
             self.constants[t] = np.asarray(v).reshape(self.tensors[t].shape)
         why = "no NNAPI mapping" if op.builtin not in MAPPERS else "integer shape arithmetic"
