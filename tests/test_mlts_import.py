@@ -595,3 +595,27 @@ def test_bundled_model(path, device):
             err = np.abs(v.astype(np.float64) - ref[t].astype(np.float64)).max()
             bound = 1.0 if v.dtype.kind in "iu" else 1e-5 * max(1.0, np.abs(ref[t]).max())
             assert err <= bound, (r.operator, r.builtin, err)
+
+
+def test_hybrid_weights_are_dequantized(device):
+    """Float input, int8 weights (dynamic-range quantization): the delegate inserts
+    DEQUANTIZE and computes in float; TFLite's hybrid kernel quantizes the input on the fly,
+    so TFLite is matched only to about one input quantum, the float arithmetic exactly."""
+    n = Net()
+    x = n.tensor([2, 8])
+    n.inputs = [x]
+    wq = RNG.integers(-127, 128, (4, 8), dtype=np.int8)
+    w = n.const(wq, "INT8", scale=0.01, zp=0)
+    bias = rand(4)
+    y = n.tensor([2, 4])
+    n.op("FULLY_CONNECTED", [x, w, n.const(bias)], [y], "FullyConnectedOptions", FusedActivationFunction=1)
+    n.outputs = [y]
+    model = n.build()
+    imported = import_tflite(model)
+    assert imported.mapping[0].nnapi == ["DEQUANTIZE", "FULLY_CONNECTED"]
+    xv = rand(2, 8)
+    got = run_imported(imported, device, [xv]).outputs[0]
+    by_hand = np.maximum(xv.astype(np.float64) @ (wq.astype(np.float64) * 0.01).T + bias, 0)
+    np.testing.assert_allclose(got, by_hand, rtol=1e-5, atol=1e-6)
+    want, _ = tflite_run(model, [xv])
+    assert np.abs(got - want[0]).max() < 0.02
