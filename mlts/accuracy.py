@@ -28,6 +28,10 @@ key                         meaning (default)
 ``detection_agreement``     minimum matched fraction (0.9)
 ``layer_atol``/``layer_rtol``/``layer_quant_atol``  the divergence locator (defaults: the
                             output tolerances)
+``raw_outputs``             whether the element-wise output check counts in
+                            ``within_tolerance`` (True); False leaves classifiers and face
+                            detectors to their task-level checks (top-k, detections), as
+                            MLTS judges a quantized model that is not bit-exact
 ==========================  ===========================================================
 
 MediaPipe references: ``ssd_anchors_calculator.cc`` (anchors),
@@ -47,7 +51,7 @@ FP16_TOL = 5 * 0.0009765625
 DEFAULT_TOLERANCE = {
     "atol": FP16_TOL, "rtol": FP16_TOL, "quant_atol": 3, "mse": None,
     "top1": True, "top_k": 5, "top_k_agreement": 0.8,
-    "iou": 0.5, "detection_agreement": 0.9,
+    "iou": 0.5, "detection_agreement": 0.9, "raw_outputs": True,
 }
 _QUANT = {"uint8", "int8", "int16", "uint16"}
 _EXACT = {"int32", "int64", "bool"}
@@ -372,8 +376,9 @@ class Divergence:
     """The locator's answer: ``found``; the first operator beyond tolerance (``operator``
     index, ``builtin`` name, ``nnapi`` operation it was mapped to, ``tensor`` name of the
     output, ``tensor_index``, ``max_error``, ``tolerance``), a one-line ``message``, every
-    compared operator output in ``layers`` and the operators not compared (``skipped``: the
-    driver had no value for their outputs)."""
+    compared operator output in ``layers``, the operators not compared (``skipped``: the
+    driver had no value for their outputs) and the operators re-run in isolation
+    (``isolated``: operator, builtin, max_error, ratio)."""
 
     found: bool
     operator: int | None = None
@@ -386,6 +391,7 @@ class Divergence:
     message: str = ""
     layers: list = field(default_factory=list)
     skipped: list = field(default_factory=list)
+    isolated: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -430,21 +436,33 @@ def _nnapi_name(mapping, index: int) -> str:
 
 
 def locate_divergence(operators, tflite_tensors: dict, driver_tensors: dict, tol: dict | None = None,
-                      tensor_names: dict | None = None, mapping=None) -> Divergence:
+                      tensor_names: dict | None = None, mapping=None, isolate=None,
+                      max_isolated: int = 24) -> Divergence:
     """Walk ``operators`` (TFLite execution order; see :func:`_op_fields` for accepted
     forms) and compare each output tensor TFLite computed (``tflite_tensors``: tensor index
     -> array, from ``run_litert(keep_tensors=True)``) with the driver's value for the same
     tensor (``driver_tensors``: ``RunResult.tensors``), with the per-dtype tolerance of
     :func:`element_tolerance` (``layer_*`` keys). Returns the first operator beyond it
     (``found``) or ``found=False``; outputs missing on either side are skipped (folded
-    constants, tensors the importer fused away). A shape mismatch is a divergence."""
+    constants, tensors the importer fused away). A shape mismatch is a divergence.
+
+    Errors accumulate along the graph (a driver that is not bit-exact, e.g. quantized
+    arithmetic rounded in another order, drifts by more than a layer's tolerance after a few
+    layers). ``isolate(operator_index) -> (max_error, ratio) | None`` (see
+    :func:`isolated_check`) re-runs one operator on the driver fed TFLite's own input
+    values: an operator beyond tolerance in the walk is then named only when it is beyond
+    it in isolation too (its own error, not an inherited one); at most ``max_isolated``
+    operators are re-run. ``isolated`` in the result lists each re-run (operator, max error,
+    ratio). When none is beyond in isolation, ``found`` is False and the message names the
+    operator where the accumulated error first exceeded the tolerance."""
     t = tolerance(tol)
     names = tensor_names or {}
-    layers, skipped = [], []
-    first = None
+    layers, skipped, isolated = [], [], []
+    first = accumulated = None
     for op in operators:
         index, builtin, outs = _op_fields(op)
         compared = False
+        beyond = None
         for ti in outs:
             if ti < 0 or ti not in tflite_tensors or ti not in driver_tensors:
                 continue
@@ -460,20 +478,151 @@ def locate_divergence(operators, tflite_tensors: dict, driver_tensors: dict, tol
                 le = LayerError(index, builtin, ti, name, max_err, allowed, worst)
                 detail = f"max error {max_err:.3g} > allowed {allowed:.3g}"
             layers.append(le)
-            if first is None and le.ratio > 1.0:
-                first = (le, detail)
+            if beyond is None and le.ratio > 1.0:
+                beyond = (le, detail)
         if not compared:
             skipped.append(index)
+        if first is not None or beyond is None:
+            continue
+        if accumulated is None:
+            accumulated = beyond
+        if isolate is None:
+            first = beyond
+        elif len(isolated) < max_isolated:
+            own = isolate(index)
+            if own is None:  # cannot be isolated (e.g. a CPU fallback step): judged as walked
+                first = beyond
+                continue
+            isolated.append({"operator": index, "builtin": builtin, "max_error": own[0], "ratio": own[1]})
+            if own[1] > 1.0:
+                le = beyond[0]
+                first = (le, f"{beyond[1]}; in isolation (fed TFLite's inputs) max error {own[0]:.3g}, "
+                             f"{own[1]:.3g}x the tolerance")
+    tail = f" ({len(skipped)} operators not compared)" if skipped else ""
+    if first is None and accumulated is not None:
+        le, detail = accumulated
+        return Divergence(False, message=f"no operator departs from TFLite in isolation ({len(isolated)} re-run); "
+                          f"the accumulated error first exceeds the tolerance at operator {le.operator} "
+                          f"{le.builtin}, output {le.name!r}: {detail}{tail}",
+                          layers=layers, skipped=skipped, isolated=isolated)
     if first is None:
         return Divergence(False, message=f"no divergence beyond tolerance over {len(layers)} compared tensors"
-                          + (f" ({len(skipped)} operators not compared)" if skipped else ""),
-                          layers=layers, skipped=skipped)
+                          + tail, layers=layers, skipped=skipped, isolated=isolated)
     le, detail = first
     nnapi = _nnapi_name(mapping, le.operator)
     msg = (f"first divergence at operator {le.operator} {le.builtin}"
            + (f" (NNAPI {nnapi})" if nnapi else "") + f", output {le.name!r}: {detail}")
     return Divergence(True, le.operator, le.builtin, nnapi, le.name, le.tensor, le.max_error, le.tolerance,
-                      msg, layers, skipped)
+                      msg, layers, skipped, isolated)
+
+
+def isolated_check(imported, device, tflite_tensors: dict, tol: dict | None = None, operators=None):
+    """An ``isolate`` hook for :func:`locate_divergence`: ``check(operator_index)`` runs the
+    NNAPI operations that TFLite operator ``operator_index`` was imported as, alone, on
+    ``device`` (a one-operator model cut from its partition: TFLite's values of the tensors
+    it reads become the model's inputs, its output tensors the outputs) and returns
+    ``(max_error, ratio)`` of its outputs against TFLite's (``ratio`` > 1: beyond the
+    per-dtype layer tolerance), or None when the operator cannot be isolated (folded, CPU
+    fallback, an input TFLite did not keep). ``operators``: TFLite's operator list (as for
+    :func:`locate_divergence`; the output tensors of each operator). Compilation or
+    execution errors propagate."""
+    import dataclasses
+
+    from runtime.nnapi import Compilation, Execution
+    from runtime.testing.frontend import build_model
+    from runtime.testing.test_model import TestOperand, TestSubgraph
+    from runtime.types import OperandLifeTime as L, operand_dtype
+    t = tolerance(tol)
+    by_op = {}
+    for step in imported.steps:
+        for i in getattr(step, "operators", None) or []:
+            by_op[i] = step
+    mapping = {m.index: m for m in getattr(imported, "mapping", [])}
+    constant = (L.CONSTANT_COPY, L.CONSTANT_REFERENCE, L.NO_VALUE)
+
+    def check(index: int):
+        step = by_op.get(index)
+        m = mapping.get(index)
+        if step is None or m is None or getattr(m, "status", "nnapi") != "nnapi":
+            return None
+        main = step.model.main
+        tensor_of = {k: tt for tt, k in step.operand_of.items()}
+        producer = {o: j for j, op in enumerate(main.operations) for o in op.outputs}
+        outs = [tt for tt in _tflite_outputs(operators, imported, index)
+                if tt in step.operand_of and tt in tflite_tensors]
+        if not outs:
+            return None
+        targets = [step.operand_of[tt] for tt in outs]
+        needed, inputs, seen = set(), [], set()
+        stack = list(targets)
+        while stack:
+            o = stack.pop()
+            if o in seen:
+                continue
+            seen.add(o)
+            if main.operands[o].lifetime in constant:
+                continue
+            tt = tensor_of.get(o)
+            if o not in targets and tt is not None and tt in tflite_tensors:
+                inputs.append(o)
+                continue
+            j = producer.get(o)
+            if j is None:
+                return None
+            needed.add(j)
+            stack.extend(main.operations[j].inputs)
+        ops = [main.operations[j] for j in sorted(needed)]
+        used = sorted({o for op in ops for o in [*op.inputs, *op.outputs]} | set(inputs) | set(targets))
+        new = {o: k for k, o in enumerate(used)}
+        operands = []
+        for o in used:
+            src = main.operands[o]
+            life = src.lifetime
+            if o in inputs:
+                life = L.SUBGRAPH_INPUT
+            elif o in targets:
+                life = L.SUBGRAPH_OUTPUT
+            elif life in (L.SUBGRAPH_INPUT, L.SUBGRAPH_OUTPUT):
+                life = L.TEMPORARY_VARIABLE
+            consumers = sum(op.inputs.count(o) for op in ops)
+            operands.append(TestOperand(src.type, list(src.dimensions), src.scale, src.zero_point, life,
+                                        consumers, False, src.channel_quant, src.data))
+        sg = TestSubgraph(operands, [dataclasses.replace(op, inputs=[new[o] for o in op.inputs],
+                                                         outputs=[new[o] for o in op.outputs]) for op in ops],
+                          [new[o] for o in inputs], [new[o] for o in targets])
+        tm = dataclasses.replace(step.model, name=f"{step.model.name}-operator-{index}", main=sg)
+        c = Compilation.create_for_devices(build_model(tm), [device])
+        c.finish()
+        ex = Execution(c)
+        for j, o in enumerate(inputs):
+            src = main.operands[o]
+            ex.set_input(j, np.ascontiguousarray(np.asarray(tflite_tensors[tensor_of[o]]).astype(
+                operand_dtype(src.type), copy=False).reshape(src.dimensions)))
+        bufs = []
+        for j, o in enumerate(targets):
+            src = main.operands[o]
+            buf = np.empty(src.dimensions, operand_dtype(src.type))
+            ex.set_output(j, buf)
+            bufs.append(buf)
+        ex.compute()
+        worst = (0.0, 0.0)
+        for tt, buf in zip(outs, bufs):
+            e = np.asarray(tflite_tensors[tt])
+            atol, rtol = element_tolerance(e.dtype, t, "layer_")
+            max_err, ratio, _, _ = _excess(e, buf, atol, rtol)
+            worst = max(worst, (max_err, ratio), key=lambda x: x[1])
+        return worst
+    return check
+
+
+def _tflite_outputs(operators, imported, index: int) -> list[int]:
+    """TFLite output tensors of operator ``index``, from ``operators`` (see
+    :func:`_op_fields`), else from ``imported.operators`` when the importer keeps them."""
+    for op in [*(operators or []), *(getattr(imported, "operators", None) or [])]:
+        i, _, outs = _op_fields(op)
+        if i == index:
+            return outs
+    return []
 
 
 # ---------------------------------------------------------------------------------------
@@ -482,18 +631,20 @@ def locate_divergence(operators, tflite_tensors: dict, driver_tensors: dict, tol
 
 def evaluate(kind: str, tflite_outputs, driver_outputs, tol: dict | None = None, *, names=None,
              model_name: str | None = None, operators=None, tflite_tensors=None, driver_tensors=None,
-             tensor_names=None, mapping=None, input_size: int | None = None) -> dict:
+             tensor_names=None, mapping=None, input_size: int | None = None, isolate=None) -> dict:
     """The report's ACCURACY dict for one model and one input set: output comparisons,
     top-k (``kind`` "classifier": the first output), detections (``kind``
     "face_detection": outputs (regressors, classificators) decoded with the options of
     ``model_name`` / ``input_size``), the divergence locator when both tensor maps are
-    given. ``within_tolerance``: every check that ran passed (raw outputs, and the
-    task-level check of classifiers and face detectors; the locator only explains)."""
+    given. ``within_tolerance``: every check that ran passed (raw outputs unless
+    ``raw_outputs`` is False for a classifier or face detector, and the task-level check of
+    classifiers and face detectors; the locator only explains)."""
     t = tolerance(tol)
     outs = compare_outputs(tflite_outputs, driver_outputs, t, names)
     result = {"tolerance": {k: v for k, v in t.items()}, "outputs": [o.to_dict() for o in outs],
               "top_k": None, "detection": None, "divergence": None}
-    checks = [all(o.within_tolerance for o in outs)]
+    raw_ok = all(o.within_tolerance for o in outs)
+    checks = [raw_ok] if t["raw_outputs"] or kind not in ("classifier", "face_detection") else []
     if kind == "classifier":
         result["top_k"] = top_k(tflite_outputs[0], driver_outputs[0], int(t["top_k"]), t)
         checks.append(result["top_k"]["within_tolerance"])
@@ -512,7 +663,7 @@ def evaluate(kind: str, tflite_outputs, driver_outputs, tol: dict | None = None,
         except ValueError as e:  # unknown anchors: raw tensors only
             result["detection_note"] = f"raw outputs compared only: {e}"
     if operators is not None and tflite_tensors is not None and driver_tensors is not None:
-        div = locate_divergence(operators, tflite_tensors, driver_tensors, t, tensor_names, mapping)
+        div = locate_divergence(operators, tflite_tensors, driver_tensors, t, tensor_names, mapping, isolate)
         d = div.to_dict()
         result["layers"] = d.pop("layers")
         result["divergence"] = d
@@ -533,14 +684,15 @@ def _blazeface_outputs(outputs) -> tuple[int, int]:
 
 
 def check_accuracy(spec, imported, device, inputs, *, kernels: str = "builtin", keep_tensors: bool = True,
-                   timeout_s: float = 600.0) -> dict:
+                   isolate_layers: bool = True, timeout_s: float = 600.0) -> dict:
     """The report's ACCURACY dict for ``spec`` (a ``mlts.models.ModelSpec``: ``name``,
     ``path``, ``kind``, ``tolerance``) on ``device``: the driver runs ``imported`` through
     the front end (``mlts.execute.run_imported``, sync, every mapped tensor kept), TFLite
     runs the model in a subprocess (``kernels``: "builtin" by default, the kernels whose
     intermediate tensors are observable, see :mod:`mlts.litert`), and :func:`evaluate`
-    compares them, locating the first divergent operator. Raises what the two runs raise
-    (LiteRTError, NnapiError)."""
+    compares them, locating the first divergent operator (``isolate_layers``: confirmed by
+    re-running it alone on TFLite's inputs, :func:`isolated_check`). Raises what the two runs
+    raise (LiteRTError, NnapiError)."""
     from .execute import run_imported
     from .litert import run_litert
     tfl = run_litert(spec.path, inputs, kernels=kernels, keep_tensors=keep_tensors, timeout_s=timeout_s,
@@ -550,7 +702,10 @@ def check_accuracy(spec, imported, device, inputs, *, kernels: str = "builtin", 
     size = None
     if tfl.inputs_info and len(tfl.inputs_info[0].shape) == 4:
         size = tfl.inputs_info[0].shape[1]
+    isolate = isolated_check(imported, device, tfl.tensors, getattr(spec, "tolerance", None), tfl.operators) \
+        if keep_tensors and isolate_layers else None
     return evaluate(spec.kind, tfl.outputs, drv.outputs, getattr(spec, "tolerance", None), names=names,
+                    isolate=isolate,
                     model_name=Path(str(spec.path)).stem, operators=tfl.operators if keep_tensors else None,
                     tflite_tensors=tfl.tensors if keep_tensors else None,
                     driver_tensors=getattr(drv, "tensors", None) if keep_tensors else None,

@@ -362,6 +362,9 @@ def test_divergence_locator_names_a_broken_operation():
     assert (d["operator"], d["builtin"], d["nnapi"]) == (first_pool.index, "MAX_POOL_2D", "MAX_POOL_2D")
     assert d["max_error"] == pytest.approx(0.25, abs=1e-3)
     assert all(x["ratio"] <= 1 for x in r["layers"] if x["operator"] < first_pool.index)
+    # confirmed in isolation: the pooling alone, fed TFLite's input, is 0.25 off
+    assert d["isolated"][-1]["operator"] == first_pool.index
+    assert d["isolated"][-1]["max_error"] == pytest.approx(0.25, abs=1e-3)
 
 
 @needs_litert
@@ -394,3 +397,29 @@ def test_blas_threads_limits_and_restores():
         assert b.threads == 1
         assert [i for i in threadpool_info() if i["user_api"] == "blas"][0]["num_threads"] == 1
     assert [i for i in threadpool_info() if i["user_api"] == "blas"][0]["num_threads"] == before
+
+
+def test_locate_divergence_with_isolation_tells_accumulation_from_departure():
+    ops = [{"index": i, "name": "CONV_2D", "outputs": [i + 1]} for i in range(4)]
+    tfl = {i + 1: np.full(3, 10, np.uint8) for i in range(4)}
+    # accumulated errors 1, 2, 4, 5 quanta (tolerance 3): beyond from operator 2 on
+    drv = {i + 1: np.full(3, 10 + e, np.uint8) for i, e in enumerate([1, 2, 4, 5])}
+    calls = []
+
+    def own_error(k):             # each operator alone is off by one quantum, 1/3 of 3
+        calls.append(k)
+        return 1.0, 1 / 3
+    d = acc.locate_divergence(ops, tfl, drv, isolate=own_error)
+    assert not d.found and calls == [2, 3] and [x["operator"] for x in d.isolated] == [2, 3]
+    assert "no operator departs from TFLite in isolation" in d.message
+    assert "first exceeds the tolerance at operator 2 CONV_2D" in d.message
+    d = acc.locate_divergence(ops, tfl, drv, isolate=lambda k: (5.0, 5 / 3) if k == 3 else (1.0, 1 / 3))
+    assert d.found and d.operator == 3 and "in isolation (fed TFLite's inputs) max error 5" in d.message
+    assert acc.locate_divergence(ops, tfl, drv, isolate=lambda k: None).operator == 2  # not isolable
+
+
+def test_raw_outputs_off_leaves_a_classifier_to_top_k():
+    e, a = [np.array([[10, 200, 30]], np.uint8)], [np.array([[20, 190, 30]], np.uint8)]
+    assert not acc.evaluate("classifier", e, a, {"top_k": 2})["within_tolerance"]   # 10 quanta off
+    r = acc.evaluate("classifier", e, a, {"top_k": 2, "raw_outputs": False})
+    assert r["within_tolerance"] and not r["outputs"][0]["within_tolerance"] and r["top_k"]["top1"]
