@@ -619,3 +619,74 @@ def test_hybrid_weights_are_dequantized(device):
     np.testing.assert_allclose(got, by_hand, rtol=1e-5, atol=1e-6)
     want, _ = tflite_run(model, [xv])
     assert np.abs(got - want[0]).max() < 0.02
+
+
+def test_more_float_mappings(device):
+    """The other mapped operators, chained (float32), against TFLite."""
+    n = Net()
+    x = n.tensor([1, 4, 4, 2])
+    n.inputs = [x]
+    i32 = lambda v: n.const(np.array(v, np.int32), "INT32")  # noqa: E731
+    outs = []
+
+    def t(shape, type_="FLOAT32"):
+        k = n.tensor(shape, type_)
+        outs.append(k)
+        return k
+    tc = t([1, 8, 8, 3])
+    n.op("TRANSPOSE_CONV", [i32([1, 8, 8, 3]), n.const(rand(3, 3, 3, 2)), x, n.const(rand(3))], [tc],
+         "TransposeConvOptions", Padding=0, StrideW=2, StrideH=2)
+    mp = t([1, 10, 9, 3])
+    n.op("MIRROR_PAD", [tc, i32([[0, 0], [1, 1], [0, 1], [0, 0]])], [mp], "MirrorPadOptions", Mode=0)
+    s2b = t([4, 5, 5, 3])
+    n.op("SPACE_TO_BATCH_ND", [mp, i32([2, 2]), i32([[0, 0], [0, 1]])], [s2b])
+    b2s = t([1, 10, 10, 3])
+    n.op("BATCH_TO_SPACE_ND", [s2b, i32([2, 2]), i32([[0, 0], [0, 0]])], [b2s])
+    s2d = t([1, 5, 5, 12])
+    n.op("SPACE_TO_DEPTH", [b2s], [s2d], "SpaceToDepthOptions", BlockSize=2)
+    tr = t([1, 12, 5, 5])
+    n.op("TRANSPOSE", [s2d, i32([0, 3, 1, 2])], [tr])
+    sl = t([1, 6, 3, 5])
+    n.op("SLICE", [tr, i32([0, 2, 1, 0]), i32([-1, 6, 3, -1])], [sl])
+    g = t([1, 6, 2, 5])
+    n.op("GATHER", [sl, i32([2, 0])], [g], "GatherOptions", Axis=2)
+    sp1, sp2 = t([1, 3, 2, 5]), t([1, 3, 2, 5])
+    n.op("SPLIT", [i32(1), g], [sp1, sp2], "SplitOptions", NumSplits=2)
+    ti = t([2, 3, 2, 5])
+    n.op("TILE", [sp1, i32([2, 1, 1, 1])], [ti])
+    l2 = t([2, 3, 2, 5])
+    n.op("L2_NORMALIZATION", [ti], [l2], "L2NormOptions")
+    lrn = t([2, 3, 2, 5])
+    n.op("LOCAL_RESPONSE_NORMALIZATION", [l2], [lrn], "LocalResponseNormalizationOptions", Radius=2,
+         Bias=1.0, Alpha=0.5, Beta=0.75)
+    lsm = t([2, 3, 2, 5])
+    n.op("LOG_SOFTMAX", [lrn], [lsm])
+    elu, lk = t([2, 3, 2, 5]), t([2, 3, 2, 5])
+    n.op("ELU", [lsm], [elu])
+    n.op("LEAKY_RELU", [lrn], [lk], "LeakyReluOptions", Alpha=0.3)
+    mx = t([2, 3, 2, 5])
+    n.op("MAXIMUM", [elu, lk], [mx])
+    ab = t([2, 3, 2, 5])
+    n.op("ABS", [mx], [ab])
+    ex, sq, rs, lg = t([2, 3, 2, 5]), t([2, 3, 2, 5]), t([2, 3, 2, 5]), t([2, 3, 2, 5])
+    n.op("EXP", [ab], [ex])
+    n.op("SQRT", [ex], [sq])
+    n.op("RSQRT", [sq], [rs])
+    n.op("LOG", [rs], [lg])
+    dv = t([2, 3, 2, 5])
+    n.op("DIV", [lg, ex], [dv], "DivOptions")
+    am = t([2, 3, 2], "INT32")
+    n.op("ARG_MAX", [dv, i32([3])], [am], "ArgMaxOptions", OutputType=2)
+    rmax = t([2, 1, 1, 5])
+    n.op("REDUCE_MAX", [dv, i32([1, 2])], [rmax], "ReducerOptions", KeepDims=True)
+    sm = t([2, 5])
+    n.op("SUM", [rmax, i32([1, 2])], [sm], "ReducerOptions", KeepDims=False)
+    ed = t([2, 1, 5])
+    n.op("EXPAND_DIMS", [sm, i32(1)], [ed])
+    sqz = t([2, 5])
+    n.op("SQUEEZE", [ed], [sqz], "SqueezeOptions")
+    rn = t([1, 7, 7, 3])
+    n.op("RESIZE_NEAREST_NEIGHBOR", [tc, i32([7, 7])], [rn], "ResizeNearestNeighborOptions")
+    n.outputs = outs
+    imported = compare(n.build(), [rand(1, 4, 4, 2)], device, 2e-5)
+    assert not imported.fallbacks, describe(imported)
