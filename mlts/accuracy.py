@@ -516,113 +516,32 @@ def locate_divergence(operators, tflite_tensors: dict, driver_tensors: dict, tol
                       msg, layers, skipped, isolated)
 
 
-def isolated_check(imported, device, tflite_tensors: dict, tol: dict | None = None, operators=None):
+def isolated_check(imported, device, tflite_tensors: dict, tol: dict | None = None):
     """An ``isolate`` hook for :func:`locate_divergence`: ``check(operator_index)`` runs the
-    NNAPI operations that TFLite operator ``operator_index`` was imported as, alone, on
-    ``device`` (a one-operator model cut from its partition: TFLite's values of the tensors
-    it reads become the model's inputs, its output tensors the outputs) and returns
+    NNAPI operations TFLite operator ``operator_index`` was imported as, alone, on ``device``,
+    fed TFLite's values of the tensors it reads (``mlts.execute.run_isolated``), and returns
     ``(max_error, ratio)`` of its outputs against TFLite's (``ratio`` > 1: beyond the
     per-dtype layer tolerance), or None when the operator cannot be isolated (folded, CPU
-    fallback, an input TFLite did not keep). ``operators``: TFLite's operator list (as for
-    :func:`locate_divergence`; the output tensors of each operator). Compilation or
-    execution errors propagate."""
-    import dataclasses
-
-    from runtime.nnapi import Compilation, Execution
-    from runtime.testing.frontend import build_model
-    from runtime.testing.test_model import TestOperand, TestSubgraph
-    from runtime.types import OperandLifeTime as L, operand_dtype
+    fallback, an input TFLite did not keep). Raises NnapiError naming the operator when the
+    driver fails it."""
+    from .execute import run_isolated
     t = tolerance(tol)
-    by_op = {}
-    for step in imported.steps:
-        for i in getattr(step, "operators", None) or []:
-            by_op[i] = step
-    mapping = {m.index: m for m in getattr(imported, "mapping", [])}
-    constant = (L.CONSTANT_COPY, L.CONSTANT_REFERENCE, L.NO_VALUE)
 
     def check(index: int):
-        step = by_op.get(index)
-        m = mapping.get(index)
-        if step is None or m is None or getattr(m, "status", "nnapi") != "nnapi":
-            return None
-        main = step.model.main
-        tensor_of = {k: tt for tt, k in step.operand_of.items()}
-        producer = {o: j for j, op in enumerate(main.operations) for o in op.outputs}
-        outs = [tt for tt in _tflite_outputs(operators, imported, index)
-                if tt in step.operand_of and tt in tflite_tensors]
-        if not outs:
-            return None
-        targets = [step.operand_of[tt] for tt in outs]
-        needed, inputs, seen = set(), [], set()
-        stack = list(targets)
-        while stack:
-            o = stack.pop()
-            if o in seen:
-                continue
-            seen.add(o)
-            if main.operands[o].lifetime in constant:
-                continue
-            tt = tensor_of.get(o)
-            if o not in targets and tt is not None and tt in tflite_tensors:
-                inputs.append(o)
-                continue
-            j = producer.get(o)
-            if j is None:
-                return None
-            needed.add(j)
-            stack.extend(main.operations[j].inputs)
-        ops = [main.operations[j] for j in sorted(needed)]
-        used = sorted({o for op in ops for o in [*op.inputs, *op.outputs]} | set(inputs) | set(targets))
-        new = {o: k for k, o in enumerate(used)}
-        operands = []
-        for o in used:
-            src = main.operands[o]
-            life = src.lifetime
-            if o in inputs:
-                life = L.SUBGRAPH_INPUT
-            elif o in targets:
-                life = L.SUBGRAPH_OUTPUT
-            elif life in (L.SUBGRAPH_INPUT, L.SUBGRAPH_OUTPUT):
-                life = L.TEMPORARY_VARIABLE
-            consumers = sum(op.inputs.count(o) for op in ops)
-            operands.append(TestOperand(src.type, list(src.dimensions), src.scale, src.zero_point, life,
-                                        consumers, False, src.channel_quant, src.data))
-        sg = TestSubgraph(operands, [dataclasses.replace(op, inputs=[new[o] for o in op.inputs],
-                                                         outputs=[new[o] for o in op.outputs]) for op in ops],
-                          [new[o] for o in inputs], [new[o] for o in targets])
-        tm = dataclasses.replace(step.model, name=f"{step.model.name}-operator-{index}", main=sg)
-        c = Compilation.create_for_devices(build_model(tm), [device])
-        c.finish()
-        ex = Execution(c)
-        for j, o in enumerate(inputs):
-            src = main.operands[o]
-            ex.set_input(j, np.ascontiguousarray(np.asarray(tflite_tensors[tensor_of[o]]).astype(
-                operand_dtype(src.type), copy=False).reshape(src.dimensions)))
-        bufs = []
-        for j, o in enumerate(targets):
-            src = main.operands[o]
-            buf = np.empty(src.dimensions, operand_dtype(src.type))
-            ex.set_output(j, buf)
-            bufs.append(buf)
-        ex.compute()
-        worst = (0.0, 0.0)
-        for tt, buf in zip(outs, bufs):
-            e = np.asarray(tflite_tensors[tt])
-            atol, rtol = element_tolerance(e.dtype, t, "layer_")
-            max_err, ratio, _, _ = _excess(e, buf, atol, rtol)
-            worst = max(worst, (max_err, ratio), key=lambda x: x[1])
+        runs = run_isolated(imported, device, tflite_tensors, operators=[index])
+        worst = None
+        for r in runs:
+            for tt, v in r.outputs.items():
+                if tt not in tflite_tensors:
+                    continue
+                e = np.asarray(tflite_tensors[tt])
+                atol, rtol = element_tolerance(e.dtype, t, "layer_")
+                max_err, ratio, _, _ = _excess(e, v, atol, rtol) if e.size == np.asarray(v).size \
+                    else (math.inf, math.inf, 0, 0)
+                if worst is None or ratio > worst[1]:
+                    worst = (max_err, ratio)
         return worst
     return check
-
-
-def _tflite_outputs(operators, imported, index: int) -> list[int]:
-    """TFLite output tensors of operator ``index``, from ``operators`` (see
-    :func:`_op_fields`), else from ``imported.operators`` when the importer keeps them."""
-    for op in [*(operators or []), *(getattr(imported, "operators", None) or [])]:
-        i, _, outs = _op_fields(op)
-        if i == index:
-            return outs
-    return []
 
 
 # ---------------------------------------------------------------------------------------
@@ -702,7 +621,7 @@ def check_accuracy(spec, imported, device, inputs, *, kernels: str = "builtin", 
     size = None
     if tfl.inputs_info and len(tfl.inputs_info[0].shape) == 4:
         size = tfl.inputs_info[0].shape[1]
-    isolate = isolated_check(imported, device, tfl.tensors, getattr(spec, "tolerance", None), tfl.operators) \
+    isolate = isolated_check(imported, device, tfl.tensors, getattr(spec, "tolerance", None)) \
         if keep_tensors and isolate_layers else None
     return evaluate(spec.kind, tfl.outputs, drv.outputs, getattr(spec, "tolerance", None), names=names,
                     isolate=isolate,
