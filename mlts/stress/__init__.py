@@ -56,7 +56,7 @@ from .runner import run_one, run_tests
 from .tests import TESTS, StressTest
 
 __all__ = ["TESTS", "StressTest", "SUCCESS", "FAILURE", "HANG", "CRASH", "OUTCOMES", "DEFAULT_DURATION_S",
-           "DEFAULT_GRACE_S", "test_params", "select_tests", "plan", "run_one", "run_tests", "main"]
+           "DEFAULT_GRACE_S", "params_for", "select_tests", "plan", "run_one", "run_tests", "main"]
 
 #: Default nominal duration of each test (seconds).
 DEFAULT_DURATION_S = 10.0
@@ -95,7 +95,7 @@ def _coerce(test: str, key: str, value, default):
     return str(value)
 
 
-def test_params(test: str, duration: float | None = None, models: list[str] | None = None,
+def params_for(test: str, duration: float | None = None, models: list[str] | None = None,
                 seed: int | None = None, aosp: bool = False, overrides: dict | None = None) -> dict:
     """The parameters of ``test``: its defaults (AOSP's with ``aosp``), then ``duration``
     (seconds), ``models`` (spec strings; default :func:`~mlts.stress.workloads.default_models`),
@@ -126,9 +126,9 @@ def test_params(test: str, duration: float | None = None, models: list[str] | No
 
 def plan(tests: list[str] | None = None, drivers: list[str] = ("sample",), **kwargs) -> list[tuple[str, str, dict]]:
     """[(test, driver, params)] for every selected test on every driver (driver-major);
-    ``kwargs`` go to :func:`test_params`."""
+    ``kwargs`` go to :func:`params_for`."""
     names = select_tests(tests)
-    return [(t, d, test_params(t, **kwargs)) for d in drivers for t in names]
+    return [(t, d, params_for(t, **kwargs)) for d in drivers for t in names]
 
 
 def _check_driver(spec: str) -> None:

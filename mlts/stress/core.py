@@ -94,12 +94,28 @@ def mp_context():
     return ctx
 
 
+def _release_fork_server() -> None:
+    """Close the fork server's "keep alive" descriptor this process inherited (CPython hands
+    every forked process the write end of its server's liveness pipe, so the server outlives
+    its clients): without it, a killed runner's server sees EOF and exits, and
+    :func:`die_with_parent` then takes its test processes down, and theirs in turn."""
+    try:
+        from multiprocessing import forkserver
+        server = forkserver._forkserver
+        if server._forkserver_pid is None and server._forkserver_alive_fd is not None:
+            os.close(server._forkserver_alive_fd)
+            server._forkserver_alive_fd = None
+    except (ImportError, AttributeError, OSError):
+        pass
+
+
 def die_with_parent() -> None:
     """Have the kernel SIGKILL this process when its parent dies (Linux ``prctl
     PR_SET_PDEATHSIG``), so a killed runner leaves no orphan behind (a hung test would
     otherwise sleep forever): the fork server exits with the runner, the test processes with
     the fork server, the clients with their test process. Exits at once if the parent is
     already gone (adopted by init)."""
+    _release_fork_server()
     try:
         import ctypes
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
@@ -186,19 +202,23 @@ class Ctx:
 
     # -- client processes --------------------------------------------------------------------
     def spawn_client(self, mode: str, models: list[str], threads: int = 1, run_s: float = 0.0,
-                     cache_dir: Path | None = None, pause: tuple[float, float] = (0.0, 0.0)) -> "Client":
+                     cache_dir: Path | None = None, pause: tuple[float, float] = (0.0, 0.0),
+                     gate=None) -> "Client":
         """Start a client process (:func:`mp_context`) that loads the driver and ``models`` then, on
         ``threads`` threads for ``run_s`` seconds after it is ready: ``infer`` (compile once,
         run and check repeatedly), ``compile`` (load + compile repeatedly, pausing a uniform
         draw from ``pause`` seconds between compilations), or ``verify`` (one pass: compile
-        with ``cache_dir``, run, check). See :func:`client_main`."""
+        with ``cache_dir``, run, check). ``gate``: an Event of :func:`mp_context` a ``compile``
+        client waits for before each compilation (the test pauses it by clearing it). See
+        :func:`client_main`."""
         index = len(self.clients)
         spec = {"driver": self.driver, "models": list(models), "mode": mode, "threads": int(threads),
                 "run_s": float(run_s), "cache_dir": None if cache_dir is None else str(cache_dir),
                 "pause": tuple(pause), "seed": int(self.rng.integers(1 << 31)), "index": index}
         mp = mp_context()
         recv, send = mp.Pipe(duplex=False)
-        process = mp.Process(target=client_main, args=(spec, send), name=f"stress-client-{index}", daemon=True)
+        process = mp.Process(target=client_main, args=(spec, send, gate), name=f"stress-client-{index}",
+                             daemon=True)
         process.start()
         send.close()
         client = Client(index, mode, process, recv, time.monotonic())
@@ -367,7 +387,7 @@ def worst(verdicts: list[tuple[str, str] | None]) -> tuple[str, str] | None:
 
 # --- client process ---------------------------------------------------------------------------
 
-def client_main(spec: dict, conn) -> None:
+def client_main(spec: dict, conn, gate=None) -> None:
     """Body of a client process (see :meth:`Ctx.spawn_client`). Reports ("ready", None),
     ("count", n) every :data:`CLIENT_REPORT_INTERVAL_S`, then ("done", stats) and exits 0,
     or ("error", message) and exits 1."""
@@ -427,6 +447,8 @@ def client_main(spec: dict, conn) -> None:
             k = 0
             while not errors:
                 for w in workloads:
+                    if gate is not None:
+                        gate.wait()
                     w.compile(device, w.build(), cache_dir)
                     counts[t] += 1
                     if pauses is not None:

@@ -288,32 +288,36 @@ def random_graph_load(ctx: Ctx) -> Result:
 
 # --- performance degradation ------------------------------------------------------------------
 
-def _measure(w, prepared, warmup_s: float, run_s: float) -> dict:
-    """Latency of ``w`` on ``prepared``: runs for ``warmup_s`` (discarded, the first result
-    checked), then for ``run_s`` (at least 3 runs); seconds."""
-    end = time.monotonic() + warmup_s
-    _checked(w, w.run(prepared))
-    while time.monotonic() < end:
-        w.run(prepared)
+def _timed_runs(w, prepared, seconds: float, at_least: int = 3) -> list[float]:
+    """Wall-clock seconds of each run of ``w`` on ``prepared`` for ``seconds`` (at least
+    ``at_least`` runs)."""
     times = []
-    end = time.monotonic() + run_s
-    while time.monotonic() < end or len(times) < 3:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end or len(times) < at_least:
         t = time.perf_counter()
         w.run(prepared)
         times.append(time.perf_counter() - t)
+    return times
+
+
+def _stats(times: list[float]) -> dict:
     a = np.array(times)
     return {"runs": len(times), "mean_s": float(a.mean()), "p50_s": float(np.median(a))}
 
 
 class _CompilerThreads:
-    """MLTS's ``ModelCompiler`` threads: compile ``w`` over and over, ``pause`` s apart."""
+    """MLTS's ``ModelCompiler`` threads: compile ``w`` over and over, ``pause`` s apart,
+    while ``gate`` is set."""
 
-    def __init__(self, ctx: Ctx, w, n: int, pause: float):
+    def __init__(self, ctx: Ctx, w, n: int, pause: float, gate: threading.Event):
         self.stop_event, self.count, self.errors = threading.Event(), [0] * n, []
 
         def body(i: int) -> None:
             try:
                 while not self.stop_event.is_set():
+                    gate.wait(0.1)
+                    if not gate.is_set():
+                        continue
                     w.compile(ctx.device, w.build())
                     self.count[i] += 1
                     self.stop_event.wait(pause)
@@ -331,9 +335,11 @@ class _CompilerThreads:
         return sum(self.count), [(FAILURE, e) for e in self.errors]
 
 
-def _compiler_processes(ctx: Ctx, w, n: int, pause: float):
-    """``n`` client processes compiling ``w`` over and over; returns once all are ready."""
-    clients = [ctx.spawn_client("compile", [w.name], threads=1, run_s=1e9, pause=(pause, pause)) for _ in range(n)]
+def _compiler_processes(ctx: Ctx, w, n: int, pause: float, gate) -> list[Client]:
+    """``n`` client processes compiling ``w`` over and over while ``gate`` is set; returns
+    once all are ready (or ended)."""
+    clients = [ctx.spawn_client("compile", [w.name], threads=1, run_s=1e9, pause=(pause, pause), gate=gate)
+               for _ in range(n)]
     for c in clients:
         while c.ready_at is None and c.process.is_alive():
             if c.conn.poll(0.05):
@@ -353,63 +359,79 @@ def _stop_compiler_processes(ctx: Ctx, clients: list[Client]) -> tuple[int, list
 
 
 def performance_degradation(ctx: Ctx) -> Result:
-    """Mean inference latency of the first model alone (warm-up, then timed runs), then
-    again while ``compilers`` competitors compile a model over and over (``compile_pause``
-    s apart); the degradation ``(loaded / alone - 1) x 100 %`` must not exceed
-    ``max_degradation`` (MLTS ``PerformanceDegradationTest``: 3 s warm-up, 10 s runs, 5
-    compiler threads, 20 ms pauses, 500 ms between the two measurements, 100 %; every model
-    in turn as the compiled one). The duration is shared by the ``compile_models`` first
-    models (0: all), each getting two measurements of 3/13 warm-up and 10/13 timed runs.
-    ``statistic``: ``mean`` (AOSP) or ``median`` (steadier on a shared machine).
+    """Inference latency of the first model alone, then while ``compilers`` competitors
+    compile a model over and over (``compile_pause`` s apart); the degradation
+    ``(loaded / alone - 1) x 100 %`` must not exceed ``max_degradation`` (MLTS
+    ``PerformanceDegradationTest``: 3 s warm-up, 10 s runs, 5 compiler threads, 20 ms
+    pauses, 500 ms between the two measurements, mean latency, 100 %; every model in turn as
+    the compiled one).
 
-    ``competitor``: ``process`` (default) compiles in client processes; ``thread``, as AOSP,
-    in threads of the test process, which in CPython also measures the interpreter lock (a
-    pure-Python driver's compilation holds it), not only the driver."""
+    The duration is shared by the ``compile_models`` first models (0: all). For each, the
+    competitors start paused; then ``rounds`` times (AOSP: 1) a window alone and a window
+    while they compile (``interval`` s after each switch before timing; 3/13 of the first
+    window is warm-up), so a load that drifts on a shared machine weighs on both sides.
+    ``statistic``: ``mean`` (AOSP) or ``median`` (steadier). ``competitor``: ``process``
+    (default) compiles in client processes; ``thread``, as AOSP, in threads of the test
+    process, which in CPython also measures the interpreter lock (a pure-Python driver's
+    compilation holds it), not only the driver."""
     works = ctx.workloads()
     inference = works[0]
     p = ctx.params
     k = int(p["compile_models"])
     compiled_models = works if k <= 0 else works[:k]
-    per_model = ctx.duration / len(compiled_models)
-    interval = min(float(p["interval"]), per_model * 0.1)
-    phase = (per_model - interval) / 2
-    warmup, run_s = phase * 3 / 13, phase * 10 / 13
+    rounds = max(1, int(p["rounds"]))
+    window = ctx.duration / len(compiled_models) / (2 * rounds)
+    settle = min(float(p["interval"]), window * 0.2)
     n, pause, limit = int(p["compilers"]), float(p["compile_pause"]), float(p["max_degradation"])
+    stat = "p50_s" if p["statistic"] == "median" else "mean_s"
+    threads = p["competitor"] == "thread"
     prepared = inference.compile(ctx.device)
+    _checked(inference, inference.run(prepared))
     rows, verdicts = [], []
     for cm in compiled_models:
-        ctx.progress(f"baseline latency of {inference.name}")
-        alone = _measure(inference, prepared, warmup, run_s)
-        time.sleep(interval)
-        ctx.progress(f"starting {n} competitors compiling {cm.name}")
-        if p["competitor"] == "thread":
-            competitors = _CompilerThreads(ctx, cm, n, pause)
-        else:
-            competitors = _compiler_processes(ctx, cm, n, pause)
-        ctx.progress(f"latency of {inference.name} while {cm.name} compiles")
+        ctx.progress(f"starting {n} competitors to compile {cm.name} (paused)")
+        gate = threading.Event() if threads else ctx_gate()
+        competitors = _CompilerThreads(ctx, cm, n, pause, gate) if threads else _compiler_processes(ctx, cm, n, pause,
+                                                                                                     gate)
+        alone, loaded = [], []
         try:
-            loaded = _measure(inference, prepared, warmup, run_s)
+            for r in range(rounds):
+                ctx.progress(f"round {r + 1}/{rounds}: latency of {inference.name} alone")
+                gate.clear()
+                if r == 0:
+                    _timed_runs(inference, prepared, window * 3 / 13, at_least=1)   # warm-up
+                    alone += _timed_runs(inference, prepared, window * 10 / 13)
+                else:
+                    time.sleep(settle)
+                    alone += _timed_runs(inference, prepared, window - settle)
+                ctx.progress(f"round {r + 1}/{rounds}: latency of {inference.name} while {cm.name} compiles")
+                gate.set()
+                time.sleep(settle)
+                loaded += _timed_runs(inference, prepared, window - settle)
         finally:
-            if p["competitor"] == "thread":
-                compilations, problems = competitors.stop()
-            else:
-                compilations, problems = _stop_compiler_processes(ctx, competitors)
+            gate.set()
+            compilations, problems = competitors.stop() if threads else _stop_compiler_processes(ctx, competitors)
         verdicts += problems
-        stat = "p50_s" if p["statistic"] == "median" else "mean_s"
-        degradation = (loaded[stat] / alone[stat] - 1.0) * 100.0
-        rows.append({"inference_model": inference.name, "compiled_model": cm.name,
-                     "alone": alone, "loaded": loaded, "competing_compilations": compilations,
-                     "degradation_pct": round(degradation, 1)})
+        a, b = _stats(alone), _stats(loaded)
+        degradation = (b[stat] / a[stat] - 1.0) * 100.0
+        rows.append({"inference_model": inference.name, "compiled_model": cm.name, "alone": a, "loaded": b,
+                     "competing_compilations": compilations, "degradation_pct": round(degradation, 1)})
         if degradation > limit:
             verdicts.append((FAILURE, f"performance degradation of {inference.name} while {cm.name} compiles "
                                       f"on {n} {p['competitor']} competitors is {degradation:.0f} % "
-                                      f"({p['statistic']} {alone[stat] * 1e3:.2f} -> {loaded[stat] * 1e3:.2f} ms); "
+                                      f"({p['statistic']} {a[stat] * 1e3:.2f} -> {b[stat] * 1e3:.2f} ms); "
                                       f"max acceptable is {limit:.0f} %"))
     worst_row = max(rows, key=lambda r: r["degradation_pct"])
-    details = {"compilers": n, "competitor": p["competitor"], "statistic": p["statistic"], "max_degradation_pct": limit,
-               "measurements": rows}
-    return _result(ctx, verdicts, f"worst degradation {worst_row['degradation_pct']:.0f} % "
-                   f"(limit {limit:.0f} %) with {n} competing {p['competitor']} compilers", details)
+    details = {"compilers": n, "competitor": p["competitor"], "statistic": p["statistic"], "rounds": rounds,
+               "max_degradation_pct": limit, "measurements": rows}
+    return _result(ctx, verdicts, f"worst degradation {worst_row['degradation_pct']:.0f} % (limit {limit:.0f} %) "
+                   f"with {n} competing {p['competitor']} compilers", details)
+
+
+def ctx_gate():
+    """An Event shared with client processes (:func:`~mlts.stress.core.mp_context`)."""
+    from .core import mp_context
+    return mp_context().Event()
 
 
 # --- the registry -----------------------------------------------------------------------------
@@ -458,7 +480,8 @@ TESTS: dict[str, StressTest] = {t.name: t for t in [
                dict(_GRAPH), {**_GRAPH, "duration": 900.0}),
     StressTest("performance-degradation", performance_degradation, "PerformanceDegradationTest",
                {"compilers": 5, "compile_pause": 0.02, "interval": 0.5, "max_degradation": 100.0,
-                "compile_models": 1, "competitor": "process", "statistic": "mean"},
+                "compile_models": 1, "competitor": "process", "statistic": "mean", "rounds": 1},
                {"compilers": 5, "compile_pause": 0.02, "interval": 0.5, "max_degradation": 100.0,
-                "compile_models": 0, "competitor": "process", "statistic": "mean", "duration": 26.5}),
+                "compile_models": 0, "competitor": "process", "statistic": "mean", "rounds": 1,
+                "duration": 26.5}),
 ]}
