@@ -472,13 +472,74 @@ def profile_driver(imported, device, inputs, mode: str = "sync", iterations: int
     return buf.getvalue()
 
 
+def operation_times(imported, inputs, iterations: int = 10, mode: str = "sync") -> dict:
+    """Where the sample driver's time goes, per NNAPI operation type: the imported model run
+    ``iterations`` times (after one warm-up) on a sample driver whose kernels are wrapped
+    by timers (the executor's ``table`` override, as the test drivers plant faults).
+
+    Returns ``{"query_ms": mean wall time of a query, "kernels_ms": mean time inside the
+    kernels, "overhead_ms": the rest (front end, HAL, executor, input/output copies),
+    "operations": {type: {"count": per query, "ms": per query, "share": of query_ms}}}``,
+    operations sorted by time, highest first."""
+    import dataclasses
+
+    from runtime import ops
+    from runtime.drivers.sample import SampleDevice
+    from runtime.executor import execute
+    from runtime.nnapi.device import Device
+    totals: dict = {}
+
+    def timed(name, kernel):
+        def run(ctx):
+            t0 = time.perf_counter_ns()
+            try:
+                return kernel(ctx)
+            finally:
+                c = totals.setdefault(name, [0, 0])
+                c[0] += 1
+                c[1] += time.perf_counter_ns() - t0
+        return run
+    table = {k: dataclasses.replace(d, execute=timed(getattr(k, "name", str(k)), d.execute))
+             for k, d in ops.REGISTRY.items()}
+
+    class TimedSample(SampleDevice):
+        def run(self, model, request):
+            return execute(model, request, table)
+
+    device = Device(TimedSample())
+    q = nncts_query(imported, device, inputs, mode)
+    with blas_threads(1):
+        q()
+        totals.clear()
+        t0 = time.perf_counter_ns()
+        for _ in range(iterations):
+            q()
+        wall = (time.perf_counter_ns() - t0) / iterations / 1e6
+    kernels = sum(v[1] for v in totals.values()) / iterations / 1e6
+    rows = sorted(totals.items(), key=lambda kv: -kv[1][1])
+    return {"query_ms": wall, "kernels_ms": kernels, "overhead_ms": wall - kernels,
+            "operations": {k: {"count": v[0] / iterations, "ms": v[1] / iterations / 1e6,
+                               "share": v[1] / iterations / 1e6 / wall} for k, v in rows}}
+
+
+def format_operation_times(t: dict) -> str:
+    """:func:`operation_times` as text lines."""
+    lines = [f"  per query: {t['query_ms']:.2f} ms = kernels {t['kernels_ms']:.2f} ms + front end/HAL/"
+             f"executor {t['overhead_ms']:.2f} ms ({t['overhead_ms'] / t['query_ms']:.0%})"]
+    for k, v in t["operations"].items():
+        lines.append(f"    {k:<22}{v['count']:>5.0f} x {v['ms'] / max(v['count'], 1) * 1e3:>8.1f} us"
+                     f" = {v['ms']:>7.2f} ms ({v['share']:.0%})")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     """``python -m mlts.bench [--driver sample] [--settings ci|loadgen|mlperf]
     [--min-duration S] [--min-iterations N] [--modes sync,async,burst]
     [--kernels xnnpack,builtin] [--no-compile] [--profile] [--json FILE] MODEL...``:
     each MODEL (a bundled model's name from mlts.models, or a .tflite path) benchmarked on
     the driver and in ai-edge-litert side by side, printed as a table (the ratio columns
-    are driver mean / TFLite mean). ``--profile`` adds the driver's cProfile top functions."""
+    are driver mean / TFLite mean). ``--profile`` adds the driver's cProfile top functions
+    (and, for the sample driver, the time per NNAPI operation type)."""
     import argparse
     import sys
     from pathlib import Path
@@ -533,6 +594,8 @@ def main(argv=None) -> int:
                         compile_times=not a.no_compile, name=spec.name if spec else path.stem)
         print(r.table(), flush=True)
         if a.profile:
+            if a.driver == "sample":
+                print(format_operation_times(operation_times(imported, inputs, mode=modes[0])), flush=True)
             print(profile_driver(imported, device, inputs, modes[0]), flush=True)
         results.append(r.to_dict())
     if a.json:
