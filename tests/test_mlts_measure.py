@@ -423,3 +423,19 @@ def test_raw_outputs_off_leaves_a_classifier_to_top_k():
     assert not acc.evaluate("classifier", e, a, {"top_k": 2})["within_tolerance"]   # 10 quanta off
     r = acc.evaluate("classifier", e, a, {"top_k": 2, "raw_outputs": False})
     assert r["within_tolerance"] and not r["outputs"][0]["within_tolerance"] and r["top_k"]["top1"]
+
+
+@needs_litert
+def test_operation_times_count_the_models_operations():
+    from collections import Counter
+
+    from mlts.bench import format_operation_times, operation_times
+    from mlts.litert import run_litert
+    from mlts.tflite_import import import_tflite
+    x = _face_input(128)
+    t = operation_times(import_tflite(SHORT), [x], iterations=2)
+    # golden: TFLite's own operator list (every non-DEQUANTIZE operator maps 1:1 here)
+    tfl = Counter(o.name for o in run_litert(SHORT, [x], kernels="builtin").operators)
+    assert {k: v["count"] for k, v in t["operations"].items()} == {k: v for k, v in tfl.items() if k != "DEQUANTIZE"}
+    assert t["query_ms"] > t["kernels_ms"] > 0 and t["overhead_ms"] == pytest.approx(t["query_ms"] - t["kernels_ms"])
+    assert "CONV_2D" in format_operation_times(t)
