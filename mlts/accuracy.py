@@ -587,7 +587,19 @@ def evaluate(kind: str, tflite_outputs, driver_outputs, tol: dict | None = None,
         result["layers"] = d.pop("layers")
         result["divergence"] = d
     result["within_tolerance"] = bool(all(checks))
-    return result
+    return json_safe(result)
+
+
+def json_safe(x):
+    """``x`` with every non-finite float (an infinite error: NaN output, shape mismatch)
+    replaced by None, so that ``json.dumps(..., allow_nan=False)`` accepts it."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_safe(v) for v in x]
+    return x
 
 
 def _blazeface_outputs(outputs) -> tuple[int, int]:

@@ -253,7 +253,10 @@ def test_face_detection_on_a_real_image_tflite():
                      names=["regressors", "classificators"])
     assert r["within_tolerance"] and r["detection"]["matched"] == 1 and r["detection"]["iou"] > 0.999
     assert r["outputs"][0]["name"] == "regressors" and r["outputs"][0]["max_error"] < 1e-2
-    json.dumps(r)
+    json.dumps(r, allow_nan=False)
+    bad = acc.evaluate("landmarks", [np.zeros(2)], [np.array([np.nan, 0])])
+    assert not bad["within_tolerance"] and bad["outputs"][0]["max_error"] is None
+    json.dumps(bad, allow_nan=False)
 
 
 # ----------------------------------------------------------------------- divergence locator
