@@ -39,13 +39,17 @@ FIELDS = {"test", "driver", "outcome", "duration", "message", "params", "details
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="process groups, prctl and /proc are Linux's")
 
 
-def _plan(driver: str, tests=None, duration: float = 1.0):
-    return plan(tests, [driver], duration=duration, models=MODELS, seed=7, overrides=CI)
+def _plan(driver: str, tests=None, duration: float = 1.0, **overrides):
+    return plan(tests, [driver], duration=duration, models=MODELS, seed=7, overrides={**CI, **overrides})
 
 
 def test_sample_driver_succeeds_on_every_test(tmp_path):
     report = tmp_path / "stress.jsonl"
-    records = run_tests(_plan("sample"), grace=30, report=report, progress=False, jobs=2)
+    runs = _plan("sample")
+    for test, _, params in runs:   # latency needs a few hundred runs per side to be steady
+        if test == "performance-degradation":
+            params["duration"] = 3.0
+    records = run_tests(runs, grace=30, report=report, progress=False, jobs=2)
     assert [r["test"] for r in records] == list(TESTS)
     bad = [f"{r['test']}: {r['outcome']}: {r['message']}" for r in records if r["outcome"] != "SUCCESS"]
     assert not bad, bad
@@ -77,7 +81,7 @@ def test_crashing_driver_is_crash_and_hanging_driver_is_hang_on_every_test():
     for r in results[CRASHING]:
         assert r["outcome"] == "CRASH", (r["test"], r["message"])
         assert "SIGABRT" in r["message"] and "stress_drivers.py" in r["message"], r["message"]
-        assert "Fatal Python error: Aborted" in r["log"]
+        assert "stress_drivers.py" in r["log"]
     for r in results[HANGING]:
         assert r["outcome"] == "HANG", (r["test"], r["message"])
         assert "stress_drivers.py" in r["message"] and "in fault" in r["message"], r["message"]
@@ -93,8 +97,9 @@ def test_failing_driver_is_failure():
 
 
 def test_driver_blocking_inference_during_compilations_fails_performance_degradation():
-    [r] = run_tests(_plan("mlts.stress_drivers:serializing", ["performance-degradation"], duration=2.0),
-                    grace=30, progress=False)
+    # two competitors keep the "accelerator" locked most of the time while they compile
+    [r] = run_tests(_plan("mlts.stress_drivers:serializing", ["performance-degradation"], duration=3.0,
+                          compilers=2), grace=30, progress=False)
     assert r["outcome"] == "FAILURE", r["message"]
     assert "performance degradation" in r["message"] and "max acceptable is 200 %" in r["message"]
     assert r["details"]["measurements"][0]["degradation_pct"] > 200
