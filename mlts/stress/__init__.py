@@ -27,9 +27,10 @@ random-graph-inference      random graphs (``small-*``: 5 ops,      600 graphs o
                             dims <= 1000; ``large-*``: 40 ops,      600 ops / dims <= 10; at most 15 min;
                             dims <= 10) compiled and executed       300 ms pauses
 random-graph-load           the same, compiled only                 same
-performance-degradation     inference latency alone, then while 5   3 s warm-up, 10 s runs, 5 compiler threads,
-                            competitors compile (20 ms apart);      20 ms pauses, 500 ms apart, max 100 %,
-                            degradation <= 100 %                    every model compiled in turn
+performance-degradation     mean inference latency alone, then      3 s warm-up, 10 s runs, 5 compiler threads,
+                            while 5 competitor processes compile    20 ms pauses, 500 ms apart, max 100 %,
+                            (20 ms apart); degradation <= 100 %;    every model compiled in turn
+                            ``rounds`` alternations (default 1)
 ==========================  ======================================  =========================================
 
 Every test but performance-degradation runs MLTS's driver liveness checker (one model run
