@@ -260,7 +260,6 @@ def _random_graphs(ctx: Ctx, compile_only: bool) -> Result:
             break
         if pause > 0:
             time.sleep(max(0.0, min(pause, ctx.deadline - time.monotonic())))
-    stats["liveness_runs"] = live.runs
     verdicts = [verdict, live.stop()]
     stats["liveness_runs"] = live.runs
     stats["configs"] = patterns
