@@ -257,8 +257,8 @@ def histogram_chart(model: dict, chart_id: str) -> str | None:
 
 def ratio_chart(doc: dict, chart_id: str, mode: str = "sync") -> str | None:
     """SVG of every model's driver/TFLite mean-latency ratio in ``mode`` (horizontal bars per
-    baseline, log x, a line at 1: left of it the driver is faster), or None when no model has
-    a ratio."""
+    baseline growing from 1 on a log x axis: leftwards the driver is faster, rightwards
+    slower), or None when no model has a ratio."""
     rows = []
     for m in doc.get("models") or []:
         r = {b: latency_ratio(m, mode, b) for b in BASELINES}
@@ -272,9 +272,11 @@ def ratio_chart(doc: dict, chart_id: str, mode: str = "sync") -> str | None:
     values = []
     for j, b in enumerate(BASELINES):
         ys = [i + (j - (len(BASELINES) - 1) / 2) * height for i in range(len(rows))]
-        vs = [r[b] if r[b] is not None else 0 for _, r in rows]
+        vs = [r[b] if r[b] is not None else 1.0 for _, r in rows]
         values += [v for v in vs if v > 0]
-        ax.barh(ys, vs, height=height * 0.9, color=_COLOURS[b], label=f"vs TFLite {b}")
+        # bars grow from 1: leftwards when the driver is faster, rightwards when slower
+        ax.barh(ys, [v - 1.0 for v in vs], left=1.0, height=height * 0.9, color=_COLOURS[b],
+                label=f"vs TFLite {b}")
     ax.axvline(1.0, color="black", linewidth=1)
     ax.set_xscale("log")
     lo, hi = min(values + [1.0]), max(values + [1.0])

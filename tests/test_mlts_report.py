@@ -248,3 +248,46 @@ def test_cli_misuse_is_one_line_exit_2(argv, message, capsys):
         main(argv)
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.startswith(message) and err.count("\n") == 1, err
+
+
+#: Bundled models of the end-to-end run: a classifier (top-k), the fused LSTM and a face
+#: detector on a real image (detections), the quickest of each kind.
+E2E_MODELS = ["mobilenet_v1_0.25_128", "lstm_seq16", "face_detection_short_range"]
+
+
+@needs_chromium
+def test_nncts_mlts_quick_run_as_rendered(tmp_path):
+    """``nncts mlts --driver sample --quick`` on three bundled models: exit 0 (every model
+    within tolerance of TFLite), the page's charts drew and its tables show the run's own
+    numbers (mlts.json), with the ratios to TFLite computed here from them."""
+    pytest.importorskip("ai_edge_litert")
+    pytest.importorskip("tflite")
+    from nncts.cli import main
+    out = tmp_path / "report"
+    code = main(["mlts", "--driver", "sample", "--models", ",".join(E2E_MODELS), "--quick",
+                 "--report-dir", str(out), "--no-progress"])
+    doc = json.loads((out / "mlts.json").read_text())
+    failures = {m["name"]: (report.model_status(m), [e["message"][:300] for e in m["errors"]])
+                for m in doc["models"] if report.model_status(m) != "passed"}
+    assert code == 0 and not failures, failures
+    assert doc["complete"] and [m["name"] for m in doc["models"]] == E2E_MODELS
+    assert len((out / "mlts.jsonl").read_text().splitlines()) == 3
+    assert [r["model"] for r in csv.DictReader(open(out / "mlts.csv"))] == E2E_MODELS
+    dom = rendered_dom(tmp_path, out / "mlts.html")
+    charts = dict(re.findall(r'<svg[^>]*class="chart"[^>]*id="([^"]+)"[^>]*>(.*?)</svg>', dom, re.S))
+    assert {"ratio-sync", "hist-0", "hist-1", "hist-2", "layers-0", "layers-2"} <= set(charts), sorted(charts)
+    for cid, body in charts.items():
+        assert body.count("<path") > 5, cid
+    for m in doc["models"]:
+        lat = m["latency"]
+        sync, xnn, builtin = lat["driver"]["sync"], lat["tflite"]["xnnpack"], lat["tflite"]["builtin"]
+        assert sync["iterations"] >= 5 and xnn["iterations"] >= 5 and builtin["iterations"] >= 5
+        row = _row(dom, "latency-summary", m["name"])
+        assert row[:3] == ["passed", format(sync["mean_ms"], ".3g"), format(xnn["mean_ms"], ".3g")]
+        assert row[3].split()[1] == f"{sync['mean_ms'] / xnn['mean_ms']:.2f}\u00d7"
+        assert row[5].split()[1] == f"{sync['mean_ms'] / builtin['mean_ms']:.2f}\u00d7"
+        acc = _row(dom, "accuracy-summary", m["name"])
+        assert acc[0] == m["kind"] and acc[5] == "\u2713 within" and acc[6] == "none"
+    assert _row(dom, "accuracy-summary", "mobilenet_v1_0.25_128")[3].endswith("(top-5)")
+    assert _row(dom, "environment-table", "driver spec") == ["sample"]
+    screenshot(tmp_path, out / "mlts.html")
