@@ -19,15 +19,17 @@ key                         meaning (default)
                             relaxed-float32 tolerance, AOSP TestHarness; the driver runs
                             float32 while TFLite's kernels differ in summation order and the
                             float16 weights are dequantized by both)
-``quant_atol``              8/16-bit quantized outputs, in quanta (3: AOSP's
-                            mobilenet_quantized tolerance)
+``quant_atol`` (``quanta``)  8/16-bit quantized outputs, in quanta (3: AOSP's
+                            mobilenet_quantized tolerance; ``quanta`` is the registry's name)
 ``mse``                     optional bound on each output's MSE (None: not checked)
 ``top1``                    classifiers: top-1 class must agree (True)
 ``top_k``, ``top_k_agreement``  k (5) and the minimum top-k overlap fraction (0.8)
 ``iou``                     detections: IoU for a match (0.5)
 ``detection_agreement``     minimum matched fraction (0.9)
-``layer_atol``/``layer_rtol``/``layer_quant_atol``  the divergence locator (defaults: the
-                            output tolerances)
+``layer_atol``/``layer_rtol``/``layer_quant_atol``  the divergence locator, per tensor
+                            (5 * 2^-10, 5 * 2^-10, 3: float noise passes, a wrong
+                            operation does not; independent of the output keys, which a
+                            model may set tighter than an intermediate tensor can meet)
 ``raw_outputs``             whether the element-wise output check counts in
                             ``within_tolerance`` (True); False leaves classifiers and face
                             detectors to their task-level checks (top-k, detections), as
@@ -52,6 +54,7 @@ DEFAULT_TOLERANCE = {
     "atol": FP16_TOL, "rtol": FP16_TOL, "quant_atol": 3, "mse": None,
     "top1": True, "top_k": 5, "top_k_agreement": 0.8,
     "iou": 0.5, "detection_agreement": 0.9, "raw_outputs": True,
+    "layer_atol": FP16_TOL, "layer_rtol": FP16_TOL, "layer_quant_atol": 3,
 }
 _QUANT = {"uint8", "int8", "int16", "uint16"}
 _EXACT = {"int32", "int64", "bool"}
@@ -60,19 +63,22 @@ _EXACT = {"int32", "int64", "bool"}
 def tolerance(spec_tolerance: dict | None = None) -> dict:
     """:data:`DEFAULT_TOLERANCE` updated with a model's own tolerance dict."""
     t = dict(DEFAULT_TOLERANCE)
-    t.update(spec_tolerance or {})
+    spec_tolerance = dict(spec_tolerance or {})
+    if "quanta" in spec_tolerance and "quant_atol" not in spec_tolerance:
+        spec_tolerance["quant_atol"] = spec_tolerance["quanta"]
+    t.update(spec_tolerance)
     return t
 
 
 def element_tolerance(dtype, tol: dict, prefix: str = "") -> tuple[float, float]:
     """(atol, rtol) for values of ``dtype`` under ``tol`` (``prefix`` "layer_" selects the
-    locator's keys, falling back to the output keys): quantized types in quanta, int32/int64/
-    bool exact, floats ``atol + rtol * |expected|``."""
+    locator's keys): quantized types in quanta, int32/int64/bool exact, floats
+    ``atol + rtol * |expected|``."""
     name = np.dtype(dtype).name
+    tol = tolerance(tol) if prefix and prefix + "atol" not in tol else tol
 
     def get(key):
-        v = tol.get(prefix + key) if prefix else None
-        return tol[key] if v is None else v
+        return tol[prefix + key]
     if name in _QUANT:
         return float(get("quant_atol")), 0.0
     if name in _EXACT:
