@@ -442,3 +442,24 @@ def test_operation_times_count_the_models_operations():
     assert {k: v["count"] for k, v in t["operations"].items()} == {k: v for k, v in tfl.items() if k != "DEQUANTIZE"}
     assert t["query_ms"] > t["kernels_ms"] > 0 and t["overhead_ms"] == pytest.approx(t["query_ms"] - t["kernels_ms"])
     assert "CONV_2D" in format_operation_times(t)
+
+
+@needs_litert
+def test_blazeface_decoding_agrees_with_the_registrys_decoder():
+    """Cross-check with mlts.models.face (a separate implementation, plain NMS) on TFLite's
+    outputs for every MediaPipe detector on the astronaut."""
+    face = pytest.importorskip("mlts.models.face")
+    from mlts.litert import run_litert
+    for name, opts in acc.BLAZEFACE.items():
+        path = FD_DATA / f"{name}.tflite"
+        if not path.exists():
+            continue
+        np.testing.assert_allclose(opts.anchors(), face.ssd_anchors(**face.SSD_OPTIONS[name]))
+        out = run_litert(path, [_face_input(opts.input_size)], kernels="builtin").outputs
+        mine = acc.decode_blazeface(*out, opts, weighted=False)
+        theirs = face.decode_detections(name, *out)
+        assert len(mine) == len(theirs) >= 1, name
+        for m, t in zip(mine, theirs):
+            assert m.score == pytest.approx(t.score, abs=1e-6)
+            assert m.box == pytest.approx(tuple(t.box), abs=1e-5)
+            np.testing.assert_allclose(m.keypoints, t.keypoints, atol=1e-5)
