@@ -398,7 +398,8 @@ def _line(record: dict) -> str:
 
 
 def _progress(total: int, enabled: bool):
-    """A tqdm bar over the models (a silent stand-in without tqdm or when disabled)."""
+    """A tqdm bar over the models; without tqdm or when disabled, a stand-in that only
+    prints each finished model's line."""
     if enabled:
         try:
             from tqdm import tqdm
@@ -414,8 +415,7 @@ def _progress(total: int, enabled: bool):
             pass
 
         def write(self, line):
-            if enabled:
-                print(line, flush=True)
+            print(line, flush=True)
 
         def close(self):
             pass
