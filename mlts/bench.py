@@ -180,7 +180,8 @@ class BenchResult:
     ``compile`` and ``latency`` entries plus the ratios).
 
     ``driver``: {mode: LatencyStats}; ``tflite``: {kernel set: LatencyStats};
-    ``ratios``: {"<mode>/<kernels>": driver mean / TFLite mean} (> 1: the driver is slower);
+    ``ratios``: {"<mode>/<kernels>": driver mean / TFLite mean} (> 1: the driver is slower),
+    ``ratios_p50`` the same with medians;
     ``errors``: [{"stage", "message", "traceback"}] of the parts that failed (the rest is
     still measured)."""
 
@@ -203,6 +204,16 @@ class BenchResult:
                     out[f"{mode}/{k}"] = d.mean_ms / t.mean_ms
         return out
 
+    @property
+    def ratios_p50(self) -> dict:
+        """As :attr:`ratios` with medians: steadier than means on a loaded machine."""
+        out = {}
+        for mode, d in self.driver.items():
+            for k, t in self.tflite.items():
+                if d.p50_ms is not None and t.p50_ms:
+                    out[f"{mode}/{k}"] = d.p50_ms / t.p50_ms
+        return out
+
     def ratio(self, mode: str = "sync", kernels: str = "xnnpack") -> float | None:
         """Driver mean latency in ``mode`` / TFLite ``kernels`` mean latency (None if either
         is missing)."""
@@ -213,7 +224,7 @@ class BenchResult:
                 "compile": None if self.compile is None else self.compile.to_dict(),
                 "latency": {"driver": {m: s.to_dict() for m, s in self.driver.items()},
                             "tflite": {k: s.to_dict() for k, s in self.tflite.items()}},
-                "ratios": self.ratios, "driver_blas_threads": self.driver_blas_threads, "errors": self.errors}
+                "ratios": self.ratios, "ratios_p50": self.ratios_p50, "driver_blas_threads": self.driver_blas_threads, "errors": self.errors}
 
     def to_json(self, **kw) -> str:
         return json.dumps(self.to_dict(), **kw)
@@ -230,6 +241,8 @@ class BenchResult:
             ratios = "".join(f"{self.ratio(mode, k):>9.2f}x" if mode and self.ratio(mode, k) else f"{'':>10}"
                              for k in self.tflite)
             rows.append(f"  {label:<18}{s.iterations:>7}{s.mean_ms:>10.2f}{s.p50_ms:>10.2f}{s.p90_ms:>10.2f}{ratios}")
+        if self.ratios_p50:
+            rows.append("  p50 ratios: " + ", ".join(f"{k} {v:.2f}x" for k, v in self.ratios_p50.items()))
         if self.compile is not None and self.compile.no_cache_s is not None:
             c = self.compile
             rows.append(f"  compile: {c.no_cache_s * 1e3:.1f} ms without cache"

@@ -77,6 +77,7 @@ def test_bench_settings_and_result_json():
     assert r.ratio("sync", "xnnpack") == pytest.approx(3.0) and r.ratio("sync", "builtin") == pytest.approx(1.5)
     d = json.loads(r.to_json())
     assert d["ratios"] == pytest.approx({"sync/xnnpack": 3.0, "sync/builtin": 1.5})
+    assert d["ratios_p50"] == pytest.approx({"sync/xnnpack": 3.0, "sync/builtin": 1.5})
     assert d["latency"]["driver"]["sync"]["mean_ms"] == pytest.approx(30)
     assert d["compile"]["with_cache_s"] == 0.1
     assert "3.00x" in r.table()
