@@ -28,9 +28,10 @@ random-graph-inference      random graphs (``small-*``: 5 ops,      600 graphs o
                             dims <= 10) compiled and executed       300 ms pauses
 random-graph-load           the same, compiled only                 same
 performance-degradation     mean inference latency alone, then      3 s warm-up, 10 s runs, 5 compiler threads,
-                            while 5 competitor processes compile    20 ms pauses, 500 ms apart, max 100 %,
-                            (20 ms apart); degradation <= 100 %;    every model compiled in turn
-                            ``rounds`` alternations (default 1)
+                            while competitor processes compile (20  20 ms pauses, 500 ms apart, max 100 %,
+                            ms apart; one per spare CPU, at most    every model compiled in turn
+                            5); degradation <= 100 %; ``rounds``
+                            alternations (default 1)
 ==========================  ======================================  =========================================
 
 Every test but performance-degradation runs MLTS's driver liveness checker (one model run

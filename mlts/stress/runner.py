@@ -169,23 +169,28 @@ def run_one(test: str, driver: str, params: dict, grace: float, log_dir: str | N
             process.join()
             outcome = CRASH
             site = crash_site(_read(log_file.name))
-            message = (f"the test process died of {signal_name(process.exitcode)} after {duration:.1f} s"
-                       + (f" in {site}" if site else ""))
+            code = process.exitcode
+            message = ((f"the test process died of {signal_name(code)}" if code is not None and code < 0 else
+                        f"the test process ended ({signal_name(code)}) without a result")
+                       + f" after {duration:.1f} s" + (f" in {site}" if site else ""))
         if outcome != SUCCESS and progress and result is None:
             message += f"; last progress: {progress}"
+        record = {"test": test, "driver": driver, "outcome": outcome, "duration": round(duration, 3),
+                  "message": message, "params": params, "details": (result or {}).get("details", {}),
+                  "started": started}
+        if outcome != SUCCESS:
+            record["log"] = _read(log_file.name)[-LOG_TAIL_CHARS:]
+        return record
     finally:
         if process.is_alive():
             process.kill()
             process.join()
         _kill_group(process.pid)
         recv.close()
-    record = {"test": test, "driver": driver, "outcome": outcome, "duration": round(duration, 3),
-              "message": message, "params": params, "details": (result or {}).get("details", {}),
-              "started": started}
-    if outcome != SUCCESS:
-        record["log"] = _read(log_file.name)[-LOG_TAIL_CHARS:]
-    os.unlink(log_file.name)
-    return record
+        try:
+            os.unlink(log_file.name)
+        except OSError:
+            pass
 
 
 def _wait_for_dump(path: str) -> None:
