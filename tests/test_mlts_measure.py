@@ -464,3 +464,20 @@ def test_blazeface_decoding_agrees_with_the_registrys_decoder():
             assert m.score == pytest.approx(t.score, abs=1e-6)
             assert m.box == pytest.approx(tuple(t.box), abs=1e-5)
             np.testing.assert_allclose(m.keypoints, t.keypoints, atol=1e-5)
+
+
+def test_blas_threads_without_threadpoolctl_uses_openblas_directly(monkeypatch):
+    from mlts.bench import blas_threads
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        pytest.skip("threadpoolctl is not installed (nothing independent to check against)")
+    blas = [i for i in threadpool_info() if i["internal_api"] == "openblas"]
+    if not blas:
+        pytest.skip("numpy is not linked with OpenBLAS")
+    before = blas[0]["num_threads"]
+    monkeypatch.setitem(__import__("sys").modules, "threadpoolctl", None)   # import fails inside
+    with blas_threads(1) as b:
+        assert b.threads == 1
+        assert [i for i in threadpool_info() if i["internal_api"] == "openblas"][0]["num_threads"] == 1
+    assert [i for i in threadpool_info() if i["internal_api"] == "openblas"][0]["num_threads"] == before
