@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 import importlib.metadata
+import json
 import multiprocessing
 import os
 import pickle
@@ -253,7 +254,7 @@ def run_isolated(spec, driver: str, settings: RunSettings, stage=lambda name: No
     in, one that outlives ``settings.model_timeout_s`` is killed and gives a ``HANG`` error."""
     ctx = multiprocessing.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(child, _portable(spec), driver, settings), name=f"mlts-{spec.name}", daemon=True)
+    proc = ctx.Process(target=_child, args=(child, _portable(spec), driver, settings), name=f"mlts-{spec.name}")
     proc.start()
     child.close()
     current, record = "start", None
@@ -365,6 +366,7 @@ def run(driver: str = "sample", models=None, report_dir="nncts-report", quick: b
                 bar.set_postfix_str(f"{_n}: {name}", refresh=True)
             stage("start")
             record = (run_isolated if settings.isolate else measure_model)(spec, driver, settings, stage)
+            record = json.loads(json.dumps(record, default=report._json_default))   # numpy -> JSON types
             doc["models"].append(record)
             writer.write(record)
             report.write_report(doc, out)

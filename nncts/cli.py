@@ -196,6 +196,10 @@ def _mlts(args, parser) -> int:
                       stress=stress)
     except run.UsageError as e:
         parser.exit(2, f"{prog}: error: {' '.join(str(e).split())}\n")
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted; the models finished so far are in {Path(args.report_dir) / 'mlts.html'}",
+              file=sys.stderr)
+        return 130
     t = report.totals(doc)
     print(f"{t['models']} models: {t['passed']} passed, {t['inaccurate']} inaccurate, {t['failed']} failed"
           + (f"; stress: {', '.join(f'{n} {o}' for o, n in t['stress'].items())}" if t["stress"] else ""))

