@@ -116,12 +116,12 @@ class FailingDevice(SampleDevice):
 
 class SerializingDevice(SampleDevice):
     """One "accelerator" shared by every process of the machine, guarded by an exclusive
-    ``flock`` on :attr:`lock_path`: a prepare holds it for ``compile_s`` seconds (0.2) on top
+    ``flock`` on :attr:`lock_path`: a prepare holds it for ``compile_s`` seconds (0.5) on top
     of the real work, and each execution takes it. Inference latency then grows with other
     clients' compilations, which the performance-degradation stress test must catch."""
 
     name = "nncts-stress-serializing"
-    compile_s = 0.2
+    compile_s = 0.5
 
     def __init__(self, lock_path: str | os.PathLike | None = None):
         super().__init__()
