@@ -89,11 +89,12 @@ def test_crashing_driver_is_crash_and_hanging_driver_is_hang_on_every_test():
 
 
 def test_failing_driver_is_failure():
-    tests = ["parallel-inference", "client-early-termination", "multi-process-inference"]
-    records = run_tests(_plan("mlts.stress_drivers:failing", tests), grace=30, progress=False, jobs=3)
+    tests = ["parallel-inference", "multi-process-inference"]
+    records = run_tests(_plan("mlts.stress_drivers:failing", tests), grace=30, progress=False, jobs=2)
     for r in records:
         assert r["outcome"] == "FAILURE", (r["test"], r["message"])
         assert "planted execution failure" in r["message"], r["message"]
+    assert records[1]["message"].startswith("client "), records[1]["message"]   # a client's own report
 
 
 def test_driver_blocking_inference_during_compilations_fails_performance_degradation():
