@@ -49,8 +49,12 @@ class BenchSettings:
     """LoadGen-style run parameters: ``warmup`` queries (discarded), then queries until both
     ``min_iterations`` and ``min_duration_s`` (seconds) are met, stopping at
     ``max_duration_s`` once ``min_iterations`` are done (None: no cap). ``compile_iterations``:
-    how many times each compilation time is measured (the minimum and mean are kept).
-    ``bins``: histogram bins. ``timeout_s``: limit of each ai-edge-litert subprocess."""
+    how many times each compilation time is measured (the minimum is kept).
+    ``bins``: histogram bins. ``timeout_s``: limit of each ai-edge-litert subprocess (of each
+    call to it with ``rounds`` > 1). ``rounds`` > 1: the runners (driver modes, TFLite
+    kernel sets) take turns, each measuring ``rounds`` windows of 1/``rounds`` of the
+    iterations and durations (warm-up before the first), so that all see the same machine
+    load; their samples are pooled. 1: each runner measures once, one after the other."""
 
     warmup: int = 2
     min_iterations: int = 10
@@ -59,11 +63,13 @@ class BenchSettings:
     compile_iterations: int = 1
     bins: int = 20
     timeout_s: float = 600.0
+    rounds: int = 1
 
     def __post_init__(self):
-        if self.warmup < 0 or self.min_iterations < 1 or self.min_duration_s < 0 or self.bins < 1:
-            raise ValueError(f"BenchSettings: warmup >= 0, min_iterations >= 1, min_duration_s >= 0 "
-                             f"and bins >= 1 are required ({self})")
+        if (self.warmup < 0 or self.min_iterations < 1 or self.min_duration_s < 0 or self.bins < 1
+                or self.rounds < 1):
+            raise ValueError(f"BenchSettings: warmup >= 0, min_iterations >= 1, min_duration_s >= 0, "
+                             f"bins >= 1 and rounds >= 1 are required ({self})")
         if self.max_duration_s is not None and self.max_duration_s < self.min_duration_s:
             raise ValueError(f"BenchSettings: max_duration_s {self.max_duration_s} is below "
                              f"min_duration_s {self.min_duration_s}")
@@ -418,9 +424,10 @@ def bench_model(model, device, inputs, settings: BenchSettings = CI, *, modes=MO
     from pathlib import Path
     label = name or (Path(model).stem if isinstance(model, (str, Path)) else "<bytes>")
     res = BenchResult(model=label, device=getattr(device, "name", str(device)), settings=settings.to_dict())
-    res.tflite = bench_litert(model, inputs, settings, kernels, res.errors)
     with blas_threads(1) as b:
         res.driver_blas_threads = b.threads
+    if settings.rounds == 1:
+        res.tflite = bench_litert(model, inputs, settings, kernels, res.errors)
     try:
         if imported is None:
             from .tflite_import import import_tflite
@@ -430,10 +437,69 @@ def bench_model(model, device, inputs, settings: BenchSettings = CI, *, modes=MO
                 res.compile = bench_compilation(imported, device, settings)
             except Exception as e:
                 res.errors.append(_error("compile", e))
-        res.driver = bench_nncts(imported, device, inputs, settings, modes, errors=res.errors)
+        if settings.rounds == 1:
+            res.driver = bench_nncts(imported, device, inputs, settings, modes, errors=res.errors)
     except Exception as e:
         res.errors.append(_error("import", e))
+        imported = None
+    if settings.rounds > 1:
+        res.driver, res.tflite = _interleaved(model, imported, device, inputs, settings, modes, kernels, res.errors)
     return res
+
+
+def _interleaved(model, imported, device, inputs, settings: BenchSettings, modes, kernels, errors):
+    """({mode: LatencyStats}, {kernels: LatencyStats}) measured in ``settings.rounds`` turns
+    (see :class:`BenchSettings`); a runner that fails is recorded in ``errors`` and leaves
+    the turns."""
+    from .execute import prepare_imported
+    from .litert import LiteRTSession
+    runners = {}
+    if imported is not None:
+        try:
+            prepared = prepare_imported(imported, device)
+            for m in modes:
+                runners[("driver", m)] = nncts_query(imported, device, inputs, m, prepared)
+        except Exception as e:
+            errors.append(_error("benchmark", e))
+    sessions = []
+    for k in kernels:
+        try:
+            s = LiteRTSession(model, inputs, kernels=k, timeout_s=settings.timeout_s)
+            sessions.append(s)
+            runners[("tflite", k)] = s
+        except Exception as e:
+            errors.append(_error(f"tflite {k}", e))
+    n = settings.rounds
+    window = dict(min_iterations=math.ceil(settings.min_iterations / n), min_duration_s=settings.min_duration_s / n,
+                  max_duration_s=None if settings.max_duration_s is None else settings.max_duration_s / n)
+    warm = {key: [] for key in runners}
+    samples = {key: [] for key in runners}
+    try:
+        for r in range(n):
+            for key, run in list(runners.items()):
+                w = settings.warmup if r == 0 else 0
+                try:
+                    if key[0] == "driver":
+                        with blas_threads(1):
+                            ws, xs, _ = loadgen_loop(run, warmup=w, **window)
+                    else:
+                        ws, xs = run.measure(warmup=w, iterations=window["min_iterations"],
+                                             min_duration_s=window["min_duration_s"],
+                                             max_duration_s=window["max_duration_s"])
+                except Exception as e:
+                    errors.append(_error(f"{'benchmark' if key[0] == 'driver' else 'tflite'} {key[1]}", e))
+                    del runners[key]
+                    samples.pop(key)
+                    continue
+                warm[key] += ws
+                samples[key] += xs
+    finally:
+        for s in sessions:
+            s.close()
+    stats = {key: LatencyStats.from_samples(xs, warmup=len(warm[key]), bins=settings.bins)
+             for key, xs in samples.items()}
+    return ({k[1]: v for k, v in stats.items() if k[0] == "driver"},
+            {k[1]: v for k, v in stats.items() if k[0] == "tflite"})
 
 
 # ---------------------------------------------------------------------------------------
@@ -547,7 +613,7 @@ def format_operation_times(t: dict) -> str:
 
 def main(argv=None) -> int:
     """``python -m mlts.bench [--driver sample] [--settings ci|loadgen|mlperf]
-    [--min-duration S] [--min-iterations N] [--modes sync,async,burst]
+    [--min-duration S] [--min-iterations N] [--warmup N] [--rounds N] [--modes sync,async,burst]
     [--kernels xnnpack,builtin] [--no-compile] [--profile] [--json FILE] MODEL...``:
     each MODEL (a bundled model's name from mlts.models, or a .tflite path) benchmarked on
     the driver and in ai-edge-litert side by side, printed as a table (the ratio columns
@@ -563,6 +629,7 @@ def main(argv=None) -> int:
     p.add_argument("--min-duration", type=float)
     p.add_argument("--min-iterations", type=int)
     p.add_argument("--warmup", type=int)
+    p.add_argument("--rounds", type=int, help="runners take turns in this many windows (default 1)")
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--kernels", default=",".join(BASELINES))
     p.add_argument("--no-compile", action="store_true")
@@ -572,7 +639,7 @@ def main(argv=None) -> int:
     from dataclasses import replace
     s = _PRESETS[a.settings]
     changes = {k: v for k, v in (("min_duration_s", a.min_duration), ("min_iterations", a.min_iterations),
-                                 ("warmup", a.warmup)) if v is not None}
+                                 ("warmup", a.warmup), ("rounds", a.rounds)) if v is not None}
     if changes.get("min_duration_s", 0) > (s.max_duration_s or math.inf):
         changes["max_duration_s"] = changes["min_duration_s"]
     try:

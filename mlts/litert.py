@@ -236,6 +236,16 @@ def _read_result(tmp: Path, kernels: str, num_threads: int) -> LiteRTResult:
 # The child: python -m mlts.litert REQUEST_DIR
 
 
+def _check_inputs(in_details, inputs) -> None:
+    """ValueError naming the input whose count, shape or dtype differs from the model's."""
+    if len(inputs) != len(in_details):
+        raise ValueError(f"the model has {len(in_details)} inputs, {len(inputs)} were given")
+    for k, (d, a) in enumerate(zip(in_details, inputs)):
+        if list(a.shape) != [int(x) for x in d["shape"]] or a.dtype != np.dtype(d["dtype"]):
+            raise ValueError(f"input {k} ({d['name']}): expected {np.dtype(d['dtype']).name}"
+                             f"{[int(x) for x in d['shape']]}, got {a.dtype.name}{list(a.shape)}")
+
+
 def _operators(it) -> list[dict]:
     """The model's operators as the interpreter lists them, less the nodes a delegate
     appended (op_name DELEGATE: the XNNPACK partition; the operators it replaced stay
@@ -267,12 +277,7 @@ def _child(tmp: Path) -> None:
     load_s = time.perf_counter() - t0
     in_details = it.get_input_details()
     out_details = it.get_output_details()
-    if len(inputs) != len(in_details):
-        raise ValueError(f"the model has {len(in_details)} inputs, {len(inputs)} were given")
-    for k, (d, a) in enumerate(zip(in_details, inputs)):
-        if list(a.shape) != [int(x) for x in d["shape"]] or a.dtype != np.dtype(d["dtype"]):
-            raise ValueError(f"input {k} ({d['name']}): expected {np.dtype(d['dtype']).name}"
-                             f"{[int(x) for x in d['shape']]}, got {a.dtype.name}{list(a.shape)}")
+    _check_inputs(in_details, inputs)
 
     def query():
         for d, a in zip(in_details, inputs):
@@ -323,14 +328,168 @@ def _child(tmp: Path) -> None:
     (tmp / "result.json").write_text(json.dumps(meta))
 
 
+class LiteRTSession:
+    """A long-lived ai-edge-litert subprocess holding one interpreter of ``model`` with
+    ``kernels`` (``num_threads`` threads) and its ``inputs``, for measurements interleaved
+    with the driver's (:func:`mlts.bench.bench_model` with ``rounds`` > 1: both sides then
+    see the same machine load). Use as a context manager; :meth:`measure` runs a LoadGen
+    window in the child and returns ``(warmup_s, samples_s)``. Every call is bounded by
+    ``timeout_s``: a child that dies or hangs raises LiteRTError (and is killed)."""
+
+    def __init__(self, model, inputs, *, kernels: str = "xnnpack", num_threads: int = 1,
+                 timeout_s: float = DEFAULT_TIMEOUT_S, name: str | None = None):
+        if kernels not in KERNELS:
+            raise ValueError(f"LiteRTSession: unknown kernel set {kernels!r} (one of {', '.join(KERNELS)})")
+        self.label = name or (Path(model).name if isinstance(model, (str, os.PathLike)) else "<bytes>")
+        self.what = f"LiteRT ({kernels} kernels, {num_threads} thread{'s' if num_threads != 1 else ''}) on {self.label}"
+        if not available():
+            raise LiteRTError(f"LiteRT baseline for {self.label}: ai-edge-litert is not installed ({PIP_HINT})")
+        self.timeout_s = timeout_s
+        self._dir = tempfile.TemporaryDirectory(prefix="nncts-litert-")
+        tmp = Path(self._dir.name)
+        if isinstance(model, (bytes, bytearray, memoryview)):
+            model_path = tmp / "model.tflite"
+            model_path.write_bytes(bytes(model))
+        else:
+            model_path = Path(model)
+            if not model_path.is_file():
+                self._dir.cleanup()
+                raise ValueError(f"LiteRTSession: model file {model_path} does not exist")
+        np.savez(tmp / "inputs.npz", **{f"in{i}": np.asarray(a) for i, a in enumerate(inputs)})
+        (tmp / "request.json").write_text(json.dumps(dict(
+            model=str(model_path.resolve()), kernels=kernels, num_threads=int(num_threads), n_inputs=len(inputs))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(_PROJECT_ROOT)] + [p for p in [env.get("PYTHONPATH")] if p])
+        with open(tmp / "stderr.txt", "wb") as err:  # a file: a chatty child never blocks on a pipe
+            self._proc = subprocess.Popen([sys.executable, "-m", "mlts.litert", "--serve", str(tmp)], env=env,
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+        self._call({"op": "ready"})
+
+    def _call(self, request: dict) -> dict:
+        import select
+        proc = self._proc
+        try:
+            proc.stdin.write((json.dumps(request) + "\n").encode())
+            proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
+        ready, _, _ = select.select([proc.stdout], [], [], self.timeout_s)
+        line = proc.stdout.readline() if ready else b""
+        if not ready:
+            proc.kill()
+            self.close()
+            raise LiteRTError(f"{self.what}: no answer within {self.timeout_s:g} s; the subprocess was killed (HANG)",
+                              timed_out=True)
+        if not line:
+            proc.wait()
+            stderr = (Path(self._dir.name) / "stderr.txt").read_text(errors="replace")
+            err = Path(self._dir.name) / "error.txt"
+            if proc.returncode is not None and proc.returncode < 0:
+                try:
+                    signame = signal.Signals(-proc.returncode).name
+                except ValueError:
+                    signame = f"signal {-proc.returncode}"
+                msg = f"the subprocess died with {signame} (CRASH){_tail(stderr)}"
+            else:
+                msg = err.read_text().strip() if err.exists() else f"exit status {proc.returncode}{_tail(stderr)}"
+            self.close()
+            raise LiteRTError(f"{self.what}: {msg}", signal=-proc.returncode if (proc.returncode or 0) < 0 else None,
+                              returncode=proc.returncode, stderr=stderr)
+        return json.loads(line)
+
+    def measure(self, *, warmup: int = 0, iterations: int = 1, min_duration_s: float = 0.0,
+                max_duration_s: float | None = None) -> tuple[list[float], list[float]]:
+        """One LoadGen window in the child: ``(warmup_s, samples_s)`` in seconds."""
+        r = self._call({"op": "measure", "warmup": int(warmup), "iterations": int(iterations),
+                        "min_duration_s": float(min_duration_s),
+                        "max_duration_s": None if max_duration_s is None else float(max_duration_s)})
+        return r["warmup_s"], r["latencies_s"]
+
+    def close(self) -> None:
+        proc = getattr(self, "_proc", None)
+        if proc is not None and proc.poll() is None:
+            try:
+                proc.stdin.write(b'{"op": "quit"}\n')
+                proc.stdin.flush()
+                proc.wait(timeout=5)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                proc.kill()
+                proc.wait()
+        for f in (getattr(proc, "stdin", None), getattr(proc, "stdout", None)):
+            try:
+                if f is not None:
+                    f.close()
+            except OSError:
+                pass
+        self._proc = None if proc is None else proc
+        if getattr(self, "_dir", None) is not None:
+            self._dir.cleanup()
+            self._dir = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def _serve(tmp: Path) -> None:
+    """The session child: one interpreter, LoadGen windows on request (JSON lines on stdin,
+    answers on stdout; anything else written to fd 1, e.g. TFLite's own messages, goes to
+    stderr)."""
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    from ai_edge_litert import interpreter as tfl
+
+    from .bench import loadgen_loop
+    req = json.loads((tmp / "request.json").read_text())
+    with np.load(tmp / "inputs.npz") as z:
+        inputs = [z[f"in{i}"] for i in range(req["n_inputs"])]
+    it = tfl.Interpreter(model_path=req["model"], num_threads=req["num_threads"],
+                         experimental_op_resolver_type=getattr(tfl.OpResolverType, KERNELS[req["kernels"]]))
+    it.allocate_tensors()
+    ins, outs = it.get_input_details(), it.get_output_details()
+    _check_inputs(ins, inputs)
+
+    def query():
+        for d, a in zip(ins, inputs):
+            it.set_tensor(d["index"], a)
+        it.invoke()
+        return [it.get_tensor(d["index"]) for d in outs]
+    for line in sys.stdin:
+        r = json.loads(line)
+        if r["op"] == "quit":
+            return
+        if r["op"] == "fault":  # tests of the error paths
+            if r["kind"] == "abort":
+                os.abort()
+            while True:
+                time.sleep(1)
+        if r["op"] == "ready":
+            out.write(json.dumps({"ok": True}) + "\n")
+        elif r["op"] == "measure":
+            warm, samples, _ = loadgen_loop(query, warmup=r["warmup"], min_iterations=r["iterations"],
+                                            min_duration_s=r["min_duration_s"], max_duration_s=r["max_duration_s"])
+            out.write(json.dumps({"warmup_s": warm, "latencies_s": samples}) + "\n")
+        out.flush()
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    serve = bool(argv) and argv[0] == "--serve"
+    if serve:
+        argv = argv[1:]
     if len(argv) != 1:
-        print("usage: python -m mlts.litert REQUEST_DIR", file=sys.stderr)
+        print("usage: python -m mlts.litert [--serve] REQUEST_DIR", file=sys.stderr)
         return 2
     tmp = Path(argv[0])
     try:
-        _child(tmp)
+        if serve:
+            _serve(tmp)
+        else:
+            _child(tmp)
     except Exception as e:  # reported to the parent through error.txt
         (tmp / "error.txt").write_text(f"{type(e).__name__}: {e}")
         return 1

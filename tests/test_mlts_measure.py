@@ -481,3 +481,38 @@ def test_blas_threads_without_threadpoolctl_uses_openblas_directly(monkeypatch):
         assert b.threads == 1
         assert [i for i in threadpool_info() if i["internal_api"] == "openblas"][0]["num_threads"] == 1
     assert [i for i in threadpool_info() if i["internal_api"] == "openblas"][0]["num_threads"] == before
+
+
+@needs_litert
+def test_litert_session_windows_and_failures():
+    from mlts.litert import LiteRTError, LiteRTSession
+    x = np.zeros((1, 128, 128, 3), np.float32)
+    with LiteRTSession(SHORT, [x], kernels="builtin") as s:
+        w, xs = s.measure(warmup=2, iterations=3)
+        assert len(w) == 2 and len(xs) == 3 and min(xs) > 0
+        assert s.measure(iterations=2)[1] and s.measure(iterations=1, min_duration_s=0.05)[1]
+    with pytest.raises(LiteRTError, match=r"input 0 \(input\): expected"):
+        LiteRTSession(SHORT, [x[:, :3]])
+    s = LiteRTSession(SHORT, [x], timeout_s=2)
+    with pytest.raises(LiteRTError, match="SIGABRT"):
+        s._call({"op": "fault", "kind": "abort"})
+    s = LiteRTSession(SHORT, [x], timeout_s=1)
+    with pytest.raises(LiteRTError, match="no answer within 1 s") as e:
+        s._call({"op": "fault", "kind": "hang"})
+    assert e.value.timed_out
+
+
+@needs_litert
+def test_bench_model_interleaved_rounds():
+    from mlts.bench import bench_model
+    s = BenchSettings(warmup=1, min_iterations=4, min_duration_s=0.0, rounds=2)
+    r = bench_model(SHORT, _sample(), [_face_input(128)], s, modes=("sync", "burst"), compile_times=False)
+    assert not r.errors, r.errors
+    # each runner: 2 windows of ceil(4 / 2) = 2 queries, one warm-up before the first
+    assert {k: (v.iterations, v.warmup) for k, v in {**r.driver, **r.tflite}.items()} == {
+        "sync": (4, 1), "burst": (4, 1), "xnnpack": (4, 1), "builtin": (4, 1)}
+    assert r.compile is None and set(r.ratios) == {"sync/xnnpack", "sync/builtin", "burst/xnnpack", "burst/builtin"}
+    bad = bench_model(SHORT, _sample(), [np.zeros((1, 2), np.float32)], s, modes=("sync",), compile_times=False)
+    assert {e["stage"] for e in bad.errors} == {"benchmark sync", "tflite xnnpack", "tflite builtin"}
+    with pytest.raises(ValueError, match="rounds >= 1"):
+        BenchSettings(rounds=0)
