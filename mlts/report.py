@@ -284,7 +284,7 @@ def ratio_chart(doc: dict, chart_id: str, mode: str = "sync") -> str | None:
     from matplotlib.ticker import FuncFormatter
     times = FuncFormatter(lambda v, _: f"{v:g}\u00d7")
     ax.xaxis.set_major_formatter(times)
-    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}\u00d7" if f"{v:g}"[0] in "25" else ""))
+    ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}\u00d7" if f"{v:.0e}"[0] in "25" else ""))
     ax.set_yticks(range(len(rows)), [n for n, _ in rows], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel(f"driver {mode} mean latency / TFLite mean latency (< 1: driver faster)")
