@@ -244,3 +244,26 @@ def test_double_rounding_bias_reaches_a_quarter_quantum_with_shift_one():
     diff = results[0] - results[1]
     assert set(diff.reshape(-1).tolist()) == {0, 1}
     assert int(diff.sum()) == 51
+
+
+def test_passes_single_operation_random_graphs_of_its_operations():
+    from random_graph.calibrate import default_patterns
+    from random_graph.configs import all_configs, criteria_for
+    from random_graph.generator import GenerationError, generate
+    from random_graph.run import run_graph
+    configs = all_configs()
+    device = Device(SampleFixedPoint())
+    names = [n for n in default_patterns(configs)
+             if any(n.startswith(f"single-{op.name}-") for op in FIXED_POINT_OPERATIONS)]
+    ran, failed = 0, []
+    for name in names:
+        for seed in range(2):
+            try:
+                tm = generate(configs[name], seed, criteria_for(configs[name]).name)
+            except GenerationError:
+                continue
+            outcome = run_graph(tm, device)
+            ran += 1
+            if outcome.status != "passed":
+                failed.append((name, seed, outcome.message[:200]))
+    assert ran >= 60 and not failed, failed[:3]
