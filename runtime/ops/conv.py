@@ -77,10 +77,10 @@ and dilation inputs may also be omitted (no value), meaning NHWC and dilation 1.
 Kernels. CONV_2D (and GROUPED_CONV_2D with one group): :func:`direct_conv`, a 1x1 filter
 without padding as one matrix product of the (strided) input, any other as the padded
 input's patches (im2col) times the filter matrix. DEPTHWISE_CONV_2D: :func:`depthwise_taps`,
-one multiply-accumulate pass over the output per filter tap, blocked by output rows, bias and
-activation fused. Both copy the input once, padded; when that copy would pass
-:data:`MAX_PADDED_ELEMENTS` (huge paddings or dilations), a depthwise window has more than
-:data:`MAX_TAPS` taps, or the groups are real (GROUPED_CONV_2D), :func:`window_conv` runs:
+one ``np.einsum`` over the taps of a view of the padded input whose inner axis runs along an
+output row. Both copy the input once, padded; when that copy would pass
+:data:`MAX_PADDED_ELEMENTS` (huge paddings or dilations), or the groups are real
+(GROUPED_CONV_2D), :func:`window_conv` runs:
 it gathers, for chunks of output positions, the input cells each filter tap reads (cells
 outside the input read a zero) and contracts them with the filter by one batched matrix
 product per chunk (a batch per group), with no padded copy, so huge paddings and dilations
@@ -168,12 +168,16 @@ def window_conv(x: np.ndarray, f: np.ndarray, groups: int,
 
 
 #: Largest zero-padded input copy (elements) the direct kernels (:func:`direct_conv`,
-#: :func:`depthwise_taps`, and the pooling's tap kernel) make; a convolution needing more
+#: :func:`depthwise_taps`, and the pooling's tap kernel) make (also the bound of the
+#: depthwise column copy); a convolution needing more
 #: (huge paddings or dilations) runs on :func:`window_conv`, whose memory follows the output.
 MAX_PADDED_ELEMENTS = 1 << 24
-#: Most filter taps the per-tap kernels (:func:`depthwise_taps`, the pooling's) loop over in
-#: Python; a bigger window runs on the gathering kernels.
+#: Most filter taps the pooling's per-tap kernel loops over in Python; a bigger window runs
+#: on the gathering kernels.
 MAX_TAPS = 256
+
+
+_F32_DTYPE, _F64_DTYPE = np.dtype(np.float32), np.dtype(np.float64)
 
 
 def compute_dtype(*views: OperandView) -> np.dtype:
@@ -181,7 +185,10 @@ def compute_dtype(*views: OperandView) -> np.dtype:
     is TENSOR_FLOAT32 (the kernels then compute in float32 with BLAS, as TFLite does: the
     CTS float32 criteria hold for it), else float64 on real values (float16 and quantized
     operands: exact dequantized values, products and sums of 8-bit values exact)."""
-    return np.dtype(np.float32) if all(v.type == F32 for v in views) else np.dtype(np.float64)
+    for v in views:
+        if v.type != F32:
+            return _F64_DTYPE
+    return _F32_DTYPE
 
 
 def padded_input(x: np.ndarray, win: Window2D, fill: float = 0.0) -> np.ndarray:
@@ -199,6 +206,19 @@ def padded_input(x: np.ndarray, win: Window2D, fill: float = 0.0) -> np.ndarray:
     xp[:, t:t + h, left + w:] = fill
     xp[:, t:t + h, left:left + w] = x
     return xp
+
+
+def c_strides(a: np.ndarray) -> tuple[int, ...]:
+    """The strides of C-contiguous ``a`` computed from its shape: numpy may give a dimension
+    of size 1 any stride in an array it calls contiguous (a transposed NCHW input of one
+    channel), and views built with ``as_strided`` that merge such a dimension with its
+    neighbour need the canonical one."""
+    assert a.flags.c_contiguous
+    strides, step = [], a.itemsize
+    for d in reversed(a.shape):
+        strides.append(step)
+        step *= max(d, 1)
+    return tuple(reversed(strides))
 
 
 def padded_size(shape, win: Window2D) -> int:
@@ -250,9 +270,13 @@ def direct_conv(x: np.ndarray, f: np.ndarray, win: Window2D) -> np.ndarray:
         xs = x[:, :(oh - 1) * sh + 1:sh, :(ow - 1) * sw + 1:sw]
         return np.matmul(xs.reshape(n * oh * ow, cin), fm).reshape(n, oh, ow, cout)
     xp = padded_input(x, win)
-    s0, s1, s2, s3 = xp.strides
-    patches = np.lib.stride_tricks.as_strided(
-        xp, (n, oh, ow, fh, fw, cin), (s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3), writeable=False)
+    s0, s1, s2, s3 = c_strides(xp)
+    if dw == 1:  # a filter row's cells are fw * depth_in contiguous input values: copied as runs
+        patches = np.lib.stride_tricks.as_strided(
+            xp, (n, oh, ow, fh, fw * cin), (s0, s1 * sh, s2 * sw, s1 * dh, s3), writeable=False)
+    else:
+        patches = np.lib.stride_tricks.as_strided(
+            xp, (n, oh, ow, fh, fw, cin), (s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3), writeable=False)
     k = fh * fw * cin
     out = np.empty((n, oh, ow, cout), x.dtype)
     rows = max(1, MAX_PATCH_ELEMENTS // max(1, ow * k))
@@ -264,15 +288,13 @@ def direct_conv(x: np.ndarray, f: np.ndarray, win: Window2D) -> np.ndarray:
     return out
 
 
-#: Output elements one block of the per-tap kernels holds (with its scratch, well within a
-#: core's L2 cache): the passes over a block's taps run on cached data.
-TAP_BLOCK_ELEMENTS = 1 << 16
-
-
-#: From this many output channels on, :func:`depthwise_taps` contracts the windows with
-#: ``np.einsum`` (an inner loop over the channels per window cell) instead of making one
-#: pass over the output per tap (faster for few channels).
-EINSUM_MIN_CHANNELS = 48
+def depthwise_columns(shape, win: Window2D) -> int:
+    """Elements of the column copy :func:`depthwise_taps` makes for an NHWC input of
+    ``shape`` with a horizontal stride above 1 (0 for stride 1: no copy)."""
+    n, h, _, c = shape
+    if win.stride_hw[1] == 1:
+        return 0
+    return win.filter_hw[1] * n * (h + win.pad_top + win.pad_bottom) * win.out_hw[1] * c
 
 
 def depthwise_taps(x: np.ndarray, k: np.ndarray, bias: np.ndarray, activation: int,
@@ -280,55 +302,49 @@ def depthwise_taps(x: np.ndarray, k: np.ndarray, bias: np.ndarray, activation: i
     """DEPTHWISE_CONV_2D of NHWC ``x`` [n, h, w, depth_in] with ``k`` [fh, fw, depth_out]
     (depth_out = depth_in * ``multiplier``; output channel ``c * multiplier + m`` reads
     input channel ``c``), plus ``bias`` [depth_out], clamped to FuseCode ``activation``;
-    all of one float dtype. Few channels: one multiply-accumulate pass per filter tap
-    (:func:`tap_views`, taps in row-major order), in blocks of output rows of about
-    :data:`TAP_BLOCK_ELEMENTS`; from :data:`EINSUM_MIN_CHANNELS` on, ``np.einsum`` over the
-    windows (taps summed in row-major order too). Returns [n, out_h, out_w, depth_out] of ``x``'s dtype,
-    C-contiguous. The caller checks :data:`MAX_PADDED_ELEMENTS` and :data:`MAX_TAPS`."""
+    all of one float dtype. One ``np.einsum`` over a view of the padded input
+    [fh, fw, n, out_h, out_w * depth_out] whose last axis runs along an output row (the
+    columns a tap reads in a row are contiguous: directly for stride 1, else in a copy of
+    each tap column's strided columns, :func:`depthwise_columns` elements), so the sum over
+    the taps runs in long inner loops without temporaries. Returns [n, out_h, out_w,
+    depth_out] of ``x``'s dtype, C-contiguous. The caller checks
+    :data:`MAX_PADDED_ELEMENTS` for the padded input and the column copy."""
     n = x.shape[0]
-    (fh, fw), (oh, ow) = win.filter_hw, win.out_hw
+    (fh, fw), (sh, sw), (dh, dw), (oh, ow) = win.filter_hw, win.stride_hw, win.dilation_hw, win.out_hw
     cout = k.shape[2]
     if n == 0:
         return np.zeros((0, oh, ow, cout), x.dtype)
     if multiplier > 1:
         x = np.repeat(x, multiplier, axis=3)
-    if cout >= EINSUM_MIN_CHANNELS:  # enough channels for einsum's inner loop over them
-        xp = padded_input(x, win)
-        (sh, sw), (dh, dw) = win.stride_hw, win.dilation_hw
-        s0, s1, s2, s3 = xp.strides
+    xp = padded_input(x, win)
+    s0, s1, s2, s3 = c_strides(xp)
+    if sw == 1:  # row i, tap (a, b): xp[:, i * sh + a * dh, b * dw:b * dw + ow] as one run
         windows = np.lib.stride_tricks.as_strided(
-            xp, (n, oh, ow, fh, fw, cout), (s0, s1 * sh, s2 * sw, s1 * dh, s2 * dw, s3), writeable=False)
-        return bias_activation(np.einsum("nhwabc,abc->nhwc", windows, k), bias, activation)
-    # [fh, fw, out_w * depth_out]: the filter along one row of the output
+            xp, (fh, fw, n, oh, ow * cout), (s1 * dh, s2 * dw, s0, s1 * sh, s3), writeable=False)
+    else:  # column tap b: xp[:, :, b * dw::sw][:, :, :ow], copied contiguous
+        cols = np.empty((fw, n, xp.shape[1], ow, cout), x.dtype)
+        for b in range(fw):
+            cols[b] = xp[:, :, b * dw:b * dw + (ow - 1) * sw + 1:sw]
+        c0, c1, c2, _, c4 = c_strides(cols)
+        windows = np.lib.stride_tricks.as_strided(
+            cols, (fh, fw, n, oh, ow * cout), (c2 * dh, c0, c1, c2 * sh, c4), writeable=False)
     kt = np.broadcast_to(k[:, :, None, :], (fh, fw, ow, cout)).reshape(fh, fw, ow * cout)
-    bt = np.broadcast_to(bias.astype(x.dtype, copy=False), (ow, cout)).reshape(-1)
-    lo, hi = activation_range(activation)
-    out = np.empty((n, oh, ow * cout), x.dtype)
-    views = sorted(tap_views(padded_input(x, win), win), key=lambda t: (t[0], t[1]))
-    rows = max(1, TAP_BLOCK_ELEMENTS // (n * ow * cout))
-    tmp = np.empty((n, min(rows, oh), ow * cout), x.dtype)
-    for i in range(0, oh, rows):
-        o = out[:, i:i + rows]
-        t = tmp[:, :o.shape[1]]
-        a, b, v = views[0]
-        np.multiply(v[:, i:i + rows], kt[a, b], out=o)
-        for a, b, v in views[1:]:
-            np.multiply(v[:, i:i + rows], kt[a, b], out=t)
-            np.add(o, t, out=o)
-        np.add(o, bt, out=o)
-        if activation:
-            np.clip(o, lo, hi, out=o)
-    return out.reshape(n, oh, ow, cout)
+    out = np.einsum("abnhp,abp->nhp", windows, kt)
+    return bias_activation(out.reshape(n, oh, ow, cout), bias, activation)
 
 
 def bias_activation(out: np.ndarray, bias: np.ndarray, activation: int) -> np.ndarray:
     """``out`` [..., depth_out] plus ``bias`` [depth_out], clamped to FuseCode
     ``activation``'s range, in place (``out``, C-contiguous, is returned)."""
     c = out.shape[-1]
-    if out.size:
+    bias = bias.astype(out.dtype, copy=False)
+    if out.size and c >= 64:  # long enough inner loops along the channels
+        np.add(out, bias, out=out)
+    elif out.size:  # few channels: the bias repeated along whole rows
         rows = out.reshape(-1, out.shape[-2] * c) if out.ndim >= 2 else out.reshape(1, c)
-        reps = rows.shape[1] // c
-        np.add(rows, np.broadcast_to(bias.astype(out.dtype, copy=False), (reps, c)).reshape(-1), out=rows)
+        tiled = np.empty((rows.shape[1] // c, c), out.dtype)
+        tiled[...] = bias
+        np.add(rows, tiled.reshape(-1), out=rows)
     if activation:
         lo, hi = activation_range(activation)
         np.clip(out, lo, hi, out=out)
@@ -783,13 +799,41 @@ def _validator(kind: str):
     return validate
 
 
+#: :func:`conv_params` results by everything they depend on (:func:`_params_key`); at most
+#: :data:`_PARAMS_MEMO_SIZE` of them (then it starts afresh).
+_PARAMS_MEMO: dict = {}
+_PARAMS_MEMO_SIZE = 4096
+
+
+def _params_key(ctx: OpContext, kind: str):
+    """What :func:`conv_params` reads: the type and dimensions of inputs 0-2, the type,
+    omission and value of every scalar input. None when a scalar input holds more than one
+    value (no memo: conv_params reports it)."""
+    key = [kind]
+    for v in ctx.inputs[:3]:
+        key.append((v.type, tuple(v.dims)))
+    for v in ctx.inputs[3:]:
+        value = v.value
+        if value is not None:
+            if getattr(value, "size", 1) != 1:
+                return None
+            value = value.item() if isinstance(value, np.ndarray) else value
+        key.append((v.type, v.omitted, value))
+    return tuple(key)
+
+
 def _params_of(ctx: OpContext, kind: str) -> ConvParams:
-    """:func:`conv_params` of ``ctx``, computed once: ``prepare`` and ``execute`` of one
-    execution get the same context, whose inputs do not change in between."""
-    memo = ctx.__dict__.get("_conv_params")
-    if memo is None or memo[0] is not ctx.inputs:
-        memo = ctx.__dict__["_conv_params"] = (ctx.inputs, conv_params(ctx, kind))
-    return memo[1]
+    """:func:`conv_params` of ``ctx``, remembered by what it depends on (the same
+    convolution is prepared and executed, then executed again, with the same parameters)."""
+    key = _params_key(ctx, kind)
+    p = _PARAMS_MEMO.get(key) if key is not None else None
+    if p is None:
+        p = conv_params(ctx, kind)
+        if key is not None:
+            if len(_PARAMS_MEMO) >= _PARAMS_MEMO_SIZE:
+                _PARAMS_MEMO.clear()
+            _PARAMS_MEMO[key] = p
+    return p
 
 
 def _kernel(kind: str):
@@ -814,11 +858,15 @@ def _kernel(kind: str):
         f = flt.value if dtype == np.float32 else to_float(flt)
         x = to_nhwc(inp.value if dtype == np.float32 else to_float(inp), p.nchw)
         b = bias.value if dtype == np.float32 else bias_real(inp, flt, bias)
-        direct = padded_size(x.shape, p.win) <= MAX_PADDED_ELEMENTS
+        mult = p.depth_out // depth_in if kind == DEPTHWISE else 1  # the depthwise kernel widens x
+        copies = padded_size(x.shape, p.win)
+        if kind == DEPTHWISE:
+            copies = max(copies, depthwise_columns(x.shape, p.win))
+        direct = copies * mult <= MAX_PADDED_ELEMENTS
         if direct and (kind == CONV or (kind == GROUPED and p.groups == 1)):
             real = bias_activation(direct_conv(x, f, p.win), b, p.activation)
-        elif direct and kind == DEPTHWISE and fh * fw <= MAX_TAPS:
-            real = depthwise_taps(x, f[0], b, p.activation, p.win, p.depth_out // depth_in)
+        elif direct and kind == DEPTHWISE:
+            real = depthwise_taps(x, f[0], b, p.activation, p.win, mult)
         else:
             if kind == DEPTHWISE:  # [1, fh, fw, depth_out] -> grouped form [depth_out, fh, fw, 1]
                 f = f[0].transpose(2, 0, 1)[..., None]
