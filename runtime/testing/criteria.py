@@ -246,10 +246,13 @@ class AccuracyCriteria:
 #: operations (99th percentile 0.03-0.04), 0.07 on 5-operation graphs, 0.52 on
 #: 40-operation graphs (a rounding difference early in a long chain spreads; 99th
 #: percentile 0.06), hence :data:`LARGE_GRAPH_MEAN_ERROR_BOUND` there. A CONV_2D one quantum
-#: high measures 0.98 to 1.0 on every one of its 1,200 outputs.
+#: high measures 0.98 to 1.0 on every one of its 1,200 single-operation outputs, and at
+#: least 0.667 on the graph outputs it reaches (0.78 in 5-operation graphs).
 QUANT_MEAN_ERROR_BOUND = 0.5
-#: The mean-error bound of 40-operation graphs (half AOSP's large-graph bias bound of 2).
-LARGE_GRAPH_MEAN_ERROR_BOUND = 1.0
+#: The mean-error bound of 40-operation graphs: between the largest correct figure (0.517:
+#: a FULLY_CONNECTED whose outputs share one accumulator in a rounding-tie window) and the
+#: smallest one-quantum-high figure (0.667).
+LARGE_GRAPH_MEAN_ERROR_BOUND = 0.6
 #: AOSP judges bias and MSE only over outputs with at least this many judged elements.
 MIN_ELEMENTS_FOR_AGGREGATES = 10
 
