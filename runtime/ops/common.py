@@ -48,6 +48,9 @@ def from_float(out: OperandView, real: np.ndarray) -> np.ndarray:
     """Store real values ``real`` into ``out``'s type: quantize (round half away from zero,
     saturate) for quantized types, cast for float types, round+saturate for TENSOR_INT32."""
     dtype = operand_dtype(out.type)
+    real = np.asarray(real)
+    if real.dtype.kind == "f" and out.type in (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16):
+        return real.astype(dtype)  # one rounding, as through float64; never the input's array
     real = np.asarray(real, dtype=np.float64)
     if is_quant(out):
         lo, hi = QUANT_RANGES[out.type]
@@ -76,6 +79,8 @@ def check_fuse_code(code: int) -> None:
 
 def apply_activation(real: np.ndarray, code: int) -> np.ndarray:
     """Clamp real values to the range of FuseCode ``code``."""
+    if code == FuseCode.NONE:
+        return real
     lo, hi = activation_range(code)
     return np.clip(real, lo, hi)
 

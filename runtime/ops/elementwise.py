@@ -106,8 +106,9 @@ def real(ctx: OpContext, index: int) -> np.ndarray:
     """Real values of input ``index`` at the working precision: float32 for TENSOR_FLOAT32
     (as AOSP computes), float64 for every other type (exact for TENSOR_FLOAT16, dequantized
     ``(q - zeroPoint) * scale`` for the quantized types, converted for TENSOR_INT32)."""
-    x = to_float(ctx.inputs[index])
-    return x.astype(np.float32) if ctx.inputs[index].type == F32 else x
+    if ctx.inputs[index].type == F32:  # to_float then float32: the same values
+        return ctx.value(index)
+    return to_float(ctx.inputs[index])
 
 
 def bool_values(ctx: OpContext, index: int) -> np.ndarray:

@@ -538,7 +538,10 @@ def _pad_execute(ctx: OpContext):
     """Pad with logical zero: 0.0, or the zeroPoint (0 at FL2 for TENSOR_QUANT8_ASYMM, see
     meets_fl2_quant_rules; any zeroPoint for TENSOR_QUANT8_ASYMM_SIGNED, FL4)."""
     p = ctx.value(1).astype(np.int64)
-    return [np.pad(ctx.value(0), [tuple(r) for r in p], constant_values=_pad_value(ctx.inputs[0]))]
+    x = ctx.value(0)
+    out = np.full([d + a + b for d, (a, b) in zip(x.shape, p)], _pad_value(ctx.inputs[0]), x.dtype)
+    out[tuple(slice(a, a + d) for d, (a, _) in zip(x.shape, p))] = x
+    return [out]
 
 
 def _generate_pad(d) -> None:
