@@ -49,6 +49,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .models.face import iou
+
 FP16_TOL = 5 * 0.0009765625
 DEFAULT_TOLERANCE = {
     "atol": FP16_TOL, "rtol": FP16_TOL, "quant_atol": 3, "mse": None,
@@ -266,15 +268,6 @@ class Detection:
 
     def to_dict(self) -> dict:
         return {"score": self.score, "box": list(self.box), "keypoints": [list(k) for k in self.keypoints]}
-
-
-def iou(a, b) -> float:
-    """Intersection over union of boxes (xmin, ymin, xmax, ymax); 0 for empty unions."""
-    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return float(inter / union) if union > 0 else 0.0
 
 
 def decode_blazeface(regressors, classificators, options: AnchorOptions, *, weighted: bool = True,

@@ -101,6 +101,7 @@ from typing import Callable
 
 import numpy as np
 
+from runtime.nnapi.model import run_order
 from runtime.testing.test_model import TestModel, TestOperand, TestOperation, TestSubgraph
 from runtime.types import OperandLifeTime as L
 from runtime.types import OperandType as T
@@ -1547,31 +1548,6 @@ def import_tflite(path_or_bytes, name: str | None = None) -> ImportedModel:
                          operand_of, dict(imp.constants), version)
 
 
-def _run_order(operations) -> list[int]:
-    """The order in which the front end lists the operations of a model (``Model.finish``
-    sorts them topologically, Kahn's algorithm taking ready operations first come, first
-    served): error messages of the front end index this order."""
-    writer = {}
-    for k, op in enumerate(operations):
-        for o in op.outputs:
-            writer.setdefault(o, k)
-    deps = [{writer[i] for i in op.inputs if i in writer} for op in operations]
-    users: dict[int, list[int]] = {}
-    for k, d in enumerate(deps):
-        for w in d:
-            users.setdefault(w, []).append(k)
-    order, done = [], set()
-    ready = [k for k, d in enumerate(deps) if not d]
-    while ready:
-        k = ready.pop(0)
-        order.append(k)
-        done.add(k)
-        for u in users.get(k, []):
-            if u not in done and deps[u] <= done and u not in ready:
-                ready.append(u)
-    return order
-
-
 def _culprit(builder: "_Builder", message: str) -> int | None:
     """The TFLite operator whose NNAPI operation a front-end error message names, if any."""
     import re
@@ -1579,7 +1555,7 @@ def _culprit(builder: "_Builder", message: str) -> int | None:
     if not m:
         return None
     k, name = int(m.group(1)), m.group(2)
-    order = _run_order(builder.operations)
+    order = run_order(builder.operations)  # the front end's order: its messages index it
     if k < len(order) and builder.operations[order[k]].type.name == name:
         return builder.origin[order[k]]
     same = [j for j, o in enumerate(builder.operations) if o.type.name == name]

@@ -399,27 +399,11 @@ class Model:
 
     # -- finish --------------------------------------------------------------------------
     def _run_order(self) -> list[Operation]:
-        """Operations sorted so every operand is written before it is read (Kahn's algorithm).
+        """Operations sorted so every operand is written before it is read (:func:`run_order`).
         Raises BAD_DATA naming the operations on a cycle."""
-        writer = {}
-        for k, op in enumerate(self._operations):
-            for o in op.outputs:
-                writer.setdefault(o, k)
-        deps = [{writer[i] for i in op.inputs if i in writer} for op in self._operations]
-        order, done = [], set()
-        ready = [k for k, d in enumerate(deps) if not d]
-        users = {}
-        for k, d in enumerate(deps):
-            for w in d:
-                users.setdefault(w, []).append(k)
-        while ready:
-            k = ready.pop(0)
-            order.append(k)
-            done.add(k)
-            for u in users.get(k, []):
-                if u not in done and deps[u] <= done and u not in ready:
-                    ready.append(u)
+        order = run_order(self._operations)
         if len(order) != len(self._operations):
+            done = set(order)
             stuck = [f"{k} ({self._operations[k].type.name})" for k in range(len(self._operations))
                      if k not in done]
             raise _bad(f"finish: the model contains a cycle through operations {', '.join(stuck)}")
@@ -492,3 +476,29 @@ class Model:
     @property
     def output_operands(self) -> list[Operand]:
         return [self._operands[i] for i in self._outputs]
+
+
+def run_order(operations) -> list[int]:
+    """Indexes of ``operations`` (objects with ``inputs`` / ``outputs`` operand lists) in the
+    order ``Model.finish`` runs them: Kahn's algorithm, ready operations first come, first
+    served, so every operand is written before it is read. Operations on a cycle are left
+    out (the list is then shorter)."""
+    writer = {}
+    for k, op in enumerate(operations):
+        for o in op.outputs:
+            writer.setdefault(o, k)
+    deps = [{writer[i] for i in op.inputs if i in writer} for op in operations]
+    users: dict[int, list[int]] = {}
+    for k, d in enumerate(deps):
+        for w in d:
+            users.setdefault(w, []).append(k)
+    order, done = [], set()
+    ready = [k for k, d in enumerate(deps) if not d]
+    while ready:
+        k = ready.pop(0)
+        order.append(k)
+        done.add(k)
+        for u in users.get(k, []):
+            if u not in done and deps[u] <= done and u not in ready:
+                ready.append(u)
+    return order
