@@ -236,6 +236,16 @@ def _read_result(tmp: Path, kernels: str, num_threads: int) -> LiteRTResult:
 # The child: python -m mlts.litert REQUEST_DIR
 
 
+def _query(it, in_details, out_details, inputs):
+    """One inference of interpreter ``it`` on ``inputs``: returns the output arrays."""
+    def query():
+        for d, a in zip(in_details, inputs):
+            it.set_tensor(d["index"], a)
+        it.invoke()
+        return [it.get_tensor(d["index"]) for d in out_details]
+    return query
+
+
 def _check_inputs(in_details, inputs) -> None:
     """ValueError naming the input whose count, shape or dtype differs from the model's."""
     if len(inputs) != len(in_details):
@@ -279,11 +289,7 @@ def _child(tmp: Path) -> None:
     out_details = it.get_output_details()
     _check_inputs(in_details, inputs)
 
-    def query():
-        for d, a in zip(in_details, inputs):
-            it.set_tensor(d["index"], a)
-        it.invoke()
-        return [it.get_tensor(d["index"]) for d in out_details]
+    query = _query(it, in_details, out_details, inputs)
 
     from .bench import loadgen_loop
     warm, samples, outputs = loadgen_loop(query, warmup=req["warmup"], min_iterations=req["iterations"],
@@ -453,11 +459,7 @@ def _serve(tmp: Path) -> None:
     ins, outs = it.get_input_details(), it.get_output_details()
     _check_inputs(ins, inputs)
 
-    def query():
-        for d, a in zip(ins, inputs):
-            it.set_tensor(d["index"], a)
-        it.invoke()
-        return [it.get_tensor(d["index"]) for d in outs]
+    query = _query(it, ins, outs, inputs)
     for line in sys.stdin:
         r = json.loads(line)
         if r["op"] == "quit":

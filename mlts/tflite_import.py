@@ -836,11 +836,7 @@ def _map_conv(b: _Builder, op: _Op) -> list[str]:
     o = op.options
     wk, bk, names = _weights_and_bias(b, op, x, w_t, bias_t, w.shape[0])
     params = [b.i32(_padding(op)), b.i32(o.get("StrideW", 1)), b.i32(o.get("StrideH", 1))]
-    after = []
-    dw, dh = o.get("DilationWFactor", 1) or 1, o.get("DilationHFactor", 1) or 1
-    if dw != 1 or dh != 1:
-        after = [b.boolean(False), b.i32(dw), b.i32(dh)]
-    return names + _emit(b, op, OP.CONV_2D, [b.tensor(x_t), wk, bk] + params, after)
+    return names + _emit(b, op, OP.CONV_2D, [b.tensor(x_t), wk, bk] + params, _dilation(b, o))
 
 
 def _map_depthwise(b: _Builder, op: _Op) -> list[str]:
@@ -856,11 +852,14 @@ def _map_depthwise(b: _Builder, op: _Op) -> list[str]:
     wk, bk, names = _weights_and_bias(b, op, x, w_t, bias_t, w.shape[3])
     params = [b.i32(_padding(op)), b.i32(o.get("StrideW", 1)), b.i32(o.get("StrideH", 1)),
               b.i32(multiplier)]
-    after = []
+    return names + _emit(b, op, OP.DEPTHWISE_CONV_2D, [b.tensor(x_t), wk, bk] + params, _dilation(b, o))
+
+
+def _dilation(b: _Builder, o: dict) -> list:
+    """The trailing NNAPI inputs of a dilated convolution (layout NHWC, dilation width and
+    height, FL3), or none when both factors are 1 (the FL1 form)."""
     dw, dh = o.get("DilationWFactor", 1) or 1, o.get("DilationHFactor", 1) or 1
-    if dw != 1 or dh != 1:
-        after = [b.boolean(False), b.i32(dw), b.i32(dh)]
-    return names + _emit(b, op, OP.DEPTHWISE_CONV_2D, [b.tensor(x_t), wk, bk] + params, after)
+    return [b.boolean(False), b.i32(dw), b.i32(dh)] if (dw, dh) != (1, 1) else []
 
 
 def _map_transpose_conv(b: _Builder, op: _Op) -> list[str]:
