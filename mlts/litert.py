@@ -159,14 +159,7 @@ def run_litert(model, inputs, *, kernels: str = "xnnpack", num_threads: int = 1,
         raise LiteRTError(f"LiteRT baseline for {label}: ai-edge-litert is not installed ({PIP_HINT})")
     with tempfile.TemporaryDirectory(prefix="nncts-litert-") as tmp:
         tmp = Path(tmp)
-        if isinstance(model, (bytes, bytearray, memoryview)):
-            model_path = tmp / "model.tflite"
-            model_path.write_bytes(bytes(model))
-        else:
-            model_path = Path(model)
-            if not model_path.is_file():
-                raise ValueError(f"run_litert: model file {model_path} does not exist")
-        np.savez(tmp / "inputs.npz", **{f"in{i}": np.asarray(a) for i, a in enumerate(inputs)})
+        model_path = _stage(model, inputs, tmp, "run_litert")
         request = dict(model=str(model_path.resolve()), kernels=kernels, num_threads=int(num_threads),
                        keep_tensors=bool(keep_tensors), warmup=int(warmup), iterations=int(iterations),
                        min_duration_s=float(min_duration_s),
@@ -234,6 +227,20 @@ def _read_result(tmp: Path, kernels: str, num_threads: int) -> LiteRTResult:
 
 # ---------------------------------------------------------------------------------------
 # The child: python -m mlts.litert REQUEST_DIR
+
+
+def _stage(model, inputs, tmp: Path, who: str) -> Path:
+    """Put what the LiteRT process reads in ``tmp``: the model (written there when given as
+    bytes) and ``inputs.npz``; returns the model's path. ValueError for a missing file."""
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        model_path = tmp / "model.tflite"
+        model_path.write_bytes(bytes(model))
+    else:
+        model_path = Path(model)
+        if not model_path.is_file():
+            raise ValueError(f"{who}: model file {model_path} does not exist")
+    np.savez(tmp / "inputs.npz", **{f"in{i}": np.asarray(a) for i, a in enumerate(inputs)})
+    return model_path
 
 
 def _query(it, in_details, out_details, inputs):
@@ -353,15 +360,11 @@ class LiteRTSession:
         self.timeout_s = timeout_s
         self._dir = tempfile.TemporaryDirectory(prefix="nncts-litert-")
         tmp = Path(self._dir.name)
-        if isinstance(model, (bytes, bytearray, memoryview)):
-            model_path = tmp / "model.tflite"
-            model_path.write_bytes(bytes(model))
-        else:
-            model_path = Path(model)
-            if not model_path.is_file():
-                self._dir.cleanup()
-                raise ValueError(f"LiteRTSession: model file {model_path} does not exist")
-        np.savez(tmp / "inputs.npz", **{f"in{i}": np.asarray(a) for i, a in enumerate(inputs)})
+        try:
+            model_path = _stage(model, inputs, tmp, "LiteRTSession")
+        except ValueError:
+            self._dir.cleanup()
+            raise
         (tmp / "request.json").write_text(json.dumps(dict(
             model=str(model_path.resolve()), kernels=kernels, num_threads=int(num_threads), n_inputs=len(inputs))))
         env = dict(os.environ)

@@ -334,12 +334,18 @@ class ImportedModel:
     def constant(self, t: int) -> np.ndarray | None:
         """Constant value of tensor ``t`` (folded or stored; sparse tensors not densified
         give None), shaped as the tensor."""
-        if t in self.constants:
-            return self.constants[t]
-        info = self.tensors[t]
-        if info.buffer is None or info.sparsity is not None:
-            return None
-        return info.buffer
+        return _constant(self.tensors, self.constants, t)
+
+
+def _constant(tensors, constants: dict, t: int) -> np.ndarray | None:
+    """Tensor ``t``'s constant value: folded (``constants``) or stored in the file; None for
+    a computed tensor or a sparse one not densified yet."""
+    if t in constants:
+        return constants[t]
+    info = tensors[t]
+    if info.buffer is None or info.sparsity is not None:
+        return None
+    return info.buffer
 
 
 # --- reading the flatbuffer -------------------------------------------------------------------
@@ -1384,12 +1390,7 @@ class _Importer:
                     self.consumers.setdefault(t, []).append(op.index)
 
     def constant(self, t: int) -> np.ndarray | None:
-        if t in self.constants:
-            return self.constants[t]
-        info = self.tensors[t]
-        if info.buffer is None or info.sparsity is not None:
-            return None
-        return info.buffer
+        return _constant(self.tensors, self.constants, t)
 
     def _fold(self, op: _Op, kernel) -> str | None:
         """Evaluate ``op`` now if every input is constant (SHAPE: always, from the static
