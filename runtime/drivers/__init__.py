@@ -36,9 +36,16 @@ def load_driver(spec: str = DEFAULT_DRIVER) -> IDevice:
     """Instantiate the driver ``spec``: a bundled name, an entry-point name in group
     ``nncts.drivers``, or ``package.module:factory``.
 
-    Raises DriverNotFound for an unknown name, and TypeError when the factory does not
-    return an IDevice.
+    ``process:SPEC`` runs driver SPEC in its own process and ``endpoint:ADDRESS`` connects to
+    a driver host serving at a gRPC address (:mod:`runtime.remote`); both give a proxy
+    IDevice.
+
+    Raises DriverNotFound for an unknown name (or a driver process that cannot start), and
+    TypeError when the factory does not return an IDevice.
     """
+    from ..remote import is_remote_spec
+    if is_remote_spec(spec):
+        return _remote(spec)
     spec = BUNDLED.get(spec, spec)
     if ":" in spec:
         module, _, attr = spec.partition(":")
@@ -56,3 +63,12 @@ def load_driver(spec: str = DEFAULT_DRIVER) -> IDevice:
     if not isinstance(device, IDevice):
         raise TypeError(f"driver {spec!r} returned {type(device).__name__}, not an IDevice")
     return device
+
+
+def _remote(spec: str) -> IDevice:
+    from ..errors import HalError
+    from ..remote import remote_device
+    try:
+        return remote_device(spec)
+    except HalError as e:
+        raise DriverNotFound(f"{spec}: {e.message}") from None

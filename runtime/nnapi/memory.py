@@ -25,13 +25,14 @@ import mmap
 import os
 import stat
 import threading
+import weakref
 
 import numpy as np
 
 from ..drivers.buffers import OperandMeta, combine_dimensions, fully_specified
 from ..errors import NnapiError
 from ..hal.interfaces import IBuffer
-from ..hal.memory import SharedMemory
+from ..hal.memory import SharedMemory, shared_memory
 from ..hal.types import BufferDesc, BufferRole, MemoryDomainToken
 from ..hal.validate import operand_byte_size
 from ..types import OperandType, ResultCode, is_tensor_type
@@ -71,6 +72,11 @@ class MappedMemory(SharedMemory):
         delta = offset - start
         map_prot = PROT_READ | (prot & PROT_WRITE)  # no write-only pages: writable implies readable
         self._mmap = mmap.mmap(fd, delta + size, flags=mmap.MAP_SHARED, prot=map_prot, offset=start)
+        try:  # our own descriptor of the file, so a driver process can map it too (region)
+            self._fd = os.dup(fd)
+            self._release_fd = weakref.finalize(self, os.close, self._fd)
+        except OSError:
+            self._fd = None
         self._base = memoryview(self._mmap)
         self._view = self._base[delta:delta + size]
         self._size = size
@@ -89,6 +95,13 @@ class MappedMemory(SharedMemory):
     def size(self) -> int:
         return self._size
 
+    def region(self) -> tuple[str, int, int, bool] | None:
+        """(``/proc/<pid>/fd/<fd>``, offset, size, read-only) of the mapped file; None once
+        freed, for PROT_NONE, or when the descriptor could not be duplicated."""
+        if self._fd is None or not self.readable or not os.path.isdir(f"/proc/{os.getpid()}/fd"):
+            return None
+        return f"/proc/{os.getpid()}/fd/{self._fd}", self.offset, self._size, not self.writable
+
     @property
     def readable(self) -> bool:
         return self._view is not None and self.prot != PROT_NONE
@@ -103,6 +116,9 @@ class MappedMemory(SharedMemory):
         if self._view is None:
             return
         view, base, self._view, self._base = self._view, self._base, None, None
+        if self._fd is not None:
+            self._release_fd()
+            self._fd = None
         try:
             view.release()
             base.release()
@@ -131,7 +147,7 @@ class Memory:
         if _pool is None:
             if not _is_int(size) or size < 0:
                 raise _bad(f"Memory: size {size!r} must be a non-negative number of bytes")
-            _pool = SharedMemory(int(size))
+            _pool = shared_memory(int(size))
         self.pool: SharedMemory | None = _pool
         self.buffer: IBuffer | None = None   # driver buffer (from_desc on one device)
         self.token: int | None = None        # its MemoryDomainToken value
@@ -148,7 +164,7 @@ class Memory:
     @classmethod
     def from_bytes(cls, data) -> "Memory":
         """Runtime shared memory holding a copy of ``data`` (bytes-like; ``len(data)`` bytes)."""
-        return cls(_pool=SharedMemory(data=bytes(data)))
+        return cls(_pool=shared_memory(data=bytes(data)))
 
     @classmethod
     def from_fd(cls, fd: int, size: int, offset: int = 0, prot: int = PROT_READ | PROT_WRITE) -> "Memory":
@@ -236,7 +252,7 @@ class Memory:
         if not fully_specified(meta.type, dims):
             raise _bad(f"Memory.from_desc: no driver buffer ({reason}), and runtime memory needs "
                        f"fully specified dimensions, got {dims}")
-        memory.pool = SharedMemory(operand_byte_size(meta.type, dims))
+        memory.pool = shared_memory(operand_byte_size(meta.type, dims))
         return memory
 
     @staticmethod
@@ -332,6 +348,13 @@ class Memory:
     @property
     def freed(self) -> bool:
         return self._freed
+
+    def region(self) -> tuple[str, int, int, bool] | None:
+        """(``/proc/<pid>/fd/<fd>``, offset, size, read-only) of the mapped file; None once
+        freed, for PROT_NONE, or when the descriptor could not be duplicated."""
+        if self._fd is None or not self.readable or not os.path.isdir(f"/proc/{os.getpid()}/fd"):
+            return None
+        return f"/proc/{os.getpid()}/fd/{self._fd}", self.offset, self._size, not self.writable
 
     @property
     def readable(self) -> bool:
