@@ -55,13 +55,14 @@ def _unary_f64(fn):
 
 
 def logistic(x):
-    return 1.0 / (1.0 + np.exp(-x))  # exp overflow gives inf -> 0.0, the right limit
+    with np.errstate(over="ignore"):  # exp overflow gives inf -> 0.0, the right limit
+        return 1.0 / (1.0 + np.exp(-x))
 
 
 def fully_connected(x, weights, bias, code):
     if weights.ndim != 2 or bias.shape != (weights.shape[0],):
         raise ValueError(f"weights {weights.shape} and bias {bias.shape} do not match")
-    units, size = weights.shape
+    size = weights.shape[1]
     if size == 0 or x.size % size:
         raise ValueError(f"input of {x.size} elements is not a multiple of input size {size}")
     rows = x.reshape(x.size // size, size).astype(np.float64)
