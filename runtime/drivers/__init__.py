@@ -20,6 +20,7 @@ BUNDLED = {
     "sample-fixed-point": "runtime.drivers.fixed_point:SampleFixedPoint",
     "sample-minimal": "runtime.drivers.variants:SampleMinimal",
     "sample-fibonacci": "runtime.extensions.fibonacci:FibonacciDevice",
+    "onnxruntime": "runtime.drivers.onnxrt:OnnxRuntimeDevice",
 }
 
 

@@ -1,0 +1,231 @@
+"""The ``onnxruntime`` driver: NNAPI HAL models translated to ONNX (:mod:`.translate`) and
+run by onnxruntime's CPU execution provider. No nncts kernel computes anything here.
+
+Device: type CPU, feature level 7 (the highest level among the operations mapped;
+``get_supported_operations`` says, per operation use, whether the translator maps it),
+no compilation caching, no memory domains. Relaxed float32 models run in float32.
+"""
+from __future__ import annotations
+
+import importlib.util
+import threading
+import time
+
+import numpy as np
+
+from ...errors import HalError
+from ...hal.interfaces import IDevice, IPreparedModel
+from ...hal.types import Capabilities, MemoryDomainToken, Model, OutputShape, PerformanceInfo, Request, Timing
+from ...hal.validate import merged_dimensions, validate_model, validate_request
+from ...hal.operand_rules import operand_byte_size
+from ...types import (DeviceTypeCode, ErrorStatus, MeasureTiming, OperandLifeTime, OperandType,
+                      PreferenceCode, PriorityCode, is_tensor_type, operand_dtype)
+
+INSTALL_HINT = "the onnxruntime driver needs `pip install nncts[engine]`"
+FEATURE_LEVEL = 7
+
+
+def _engine():
+    """(onnx, onnxruntime), imported on first use; HalError-free ImportError with the
+    install hint when missing."""
+    try:
+        import onnx
+        import onnxruntime
+    except ImportError as e:
+        raise ImportError(f"{INSTALL_HINT} ({e})") from None
+    return onnx, onnxruntime
+
+
+def _translate_module():
+    _engine()
+    from . import translate
+    return translate
+
+
+class OnnxRuntimePreparedModel(IPreparedModel):
+    """An onnxruntime InferenceSession over the translated main subgraph."""
+
+    def __init__(self, model: Model, session, output_names: list[str]):
+        self.model = model
+        self.session = session
+        self.output_names = output_names
+        self.input_names = {i.name for i in session.get_inputs()}
+        self._lock = threading.Lock()
+
+    def execute_synchronously(self, request: Request, measure=MeasureTiming.NO, deadline_ns=None,
+                              loop_timeout_duration_ns=None) -> tuple[list[OutputShape], Timing]:
+        validate_request(request, self.model)
+        if any(isinstance(p, MemoryDomainToken) for p in request.pools):
+            raise HalError(ErrorStatus.INVALID_ARGUMENT,
+                           "execute: a request pool is a driver buffer token; this driver allocates none")
+        if deadline_ns is not None and time.monotonic_ns() >= deadline_ns:
+            raise HalError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline passed before execution")
+        start = time.monotonic_ns()
+        sg = self.model.main
+        feed = {}
+        for j, (arg, idx) in enumerate(zip(request.inputs, sg.input_indexes)):
+            name = f"v{idx}"
+            if name not in self.input_names:
+                continue  # an input no operation reads
+            operand = sg.operands[idx]
+            if arg.has_no_value:
+                raise HalError(ErrorStatus.GENERAL_FAILURE, f"execute: input {j} has no value; "
+                               f"the onnxruntime graph needs every input it reads")
+            dims = merged_dimensions(f"request input {j}", operand, arg.dimensions)
+            dtype = operand_dtype(operand.type)
+            count = int(np.prod(dims, dtype=np.int64)) if dims else 1
+            pool = request.pools[arg.location.pool_index]
+            arr = np.frombuffer(pool.buffer, dtype=dtype, count=count, offset=arg.location.offset)
+            feed[name] = arr.reshape(dims).copy()
+        try:
+            with self._lock:
+                results = self.session.run(self.output_names, feed)
+        except Exception as e:  # noqa: BLE001 - the engine's failure is the execution's
+            raise HalError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime run failed: {e}") from None
+        shapes, sufficient, arrays = [], True, []
+        for j, (arg, idx, result) in enumerate(zip(request.outputs, sg.output_indexes, results)):
+            operand = sg.operands[idx]
+            arr = np.ascontiguousarray(np.asarray(result).astype(operand_dtype(operand.type), copy=False))
+            if not is_tensor_type(operand.type):
+                arr = arr.reshape(())
+            ok = arg.has_no_value or arr.nbytes <= arg.location.length
+            shapes.append(OutputShape(list(arr.shape), ok))
+            sufficient &= ok
+            arrays.append(arr)
+        if not sufficient:
+            raise HalError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE,
+                           "output buffer too small: " + ", ".join(
+                               f"output {j} needs {operand_byte_size(sg.operands[i].type, s.dimensions)} bytes"
+                               for j, (i, s) in enumerate(zip(sg.output_indexes, shapes))
+                               if not s.is_sufficient), output_shapes=shapes)
+        for arg, arr in zip(request.outputs, arrays):
+            if arg.has_no_value or arr.nbytes == 0:
+                continue
+            off = arg.location.offset
+            request.pools[arg.location.pool_index].buffer[off:off + arr.nbytes] = arr.reshape(-1).view(np.uint8)
+        elapsed = time.monotonic_ns() - start
+        timing = Timing(elapsed, elapsed) if measure == MeasureTiming.YES else Timing()
+        return shapes, timing
+
+
+class OnnxRuntimeDevice(IDevice):
+    """NNAPI device over onnxruntime (CPU execution provider)."""
+
+    name = "onnxruntime"
+
+    def __init__(self):
+        missing = [m for m in ("onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise ImportError(f"{INSTALL_HINT} (missing: {', '.join(missing)})")
+        self._support_cache: dict = {}
+
+    def get_name(self) -> str:
+        return self.name
+
+    def get_type(self) -> DeviceTypeCode:
+        return DeviceTypeCode.CPU
+
+    def get_version_string(self) -> str:
+        return f"onnxruntime {_engine()[1].__version__}"
+
+    def get_feature_level(self) -> int:
+        return FEATURE_LEVEL
+
+    def get_capabilities(self) -> Capabilities:
+        types = [OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_INT32,
+                 OperandType.TENSOR_BOOL8, OperandType.TENSOR_QUANT8_ASYMM,
+                 OperandType.TENSOR_QUANT8_ASYMM_SIGNED, OperandType.TENSOR_QUANT8_SYMM,
+                 OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL, OperandType.FLOAT32, OperandType.FLOAT16,
+                 OperandType.INT32, OperandType.BOOL]
+        perf = {t: PerformanceInfo(0.9, 0.9) for t in types}
+        return Capabilities(PerformanceInfo(0.9, 0.9), PerformanceInfo(0.9, 0.9), perf,
+                            PerformanceInfo(0.9, 0.9), PerformanceInfo(0.9, 0.9))
+
+    # --- support -------------------------------------------------------------------------
+    def unsupported_reason(self, model: Model, operation, level: int | None) -> str | None:
+        """Why this use of ``operation`` (of ``model.main``) is not mapped; None if it is."""
+        tr = _translate_module()
+        name = getattr(operation.type, "name", str(operation.type))
+        if level is None or level > FEATURE_LEVEL:
+            return f"{name}: feature level {level} is above {FEATURE_LEVEL}"
+        entry = tr.TABLE.get(operation.type)
+        if entry is None:
+            return f"{name} has no ONNX mapping in this driver"
+        sg = model.main
+        t0 = sg.operands[operation.inputs[0]].type if operation.inputs else None
+        if operation.type == tr.O.PACK:  # input 0 is the axis
+            t0 = sg.operands[operation.inputs[1]].type if len(operation.inputs) > 1 else None
+        if t0 not in entry.types:
+            return f"{name} on {getattr(t0, 'name', t0)} is not mapped"
+        b = tr.Builder(model, sg)
+        b.where = name
+        try:
+            entry.emit(b, operation)
+        except tr.Unsupported as e:
+            return f"{name}: {e}"
+        return None
+
+    def get_supported_operations(self, model: Model) -> list[bool]:
+        levels = validate_model(model)
+        return [self.unsupported_reason(model, op, levels.level_of(op)) is None for op in model.main.operations]
+
+    # --- preparation ---------------------------------------------------------------------
+    def prepare_model(self, model: Model, preference=PreferenceCode.FAST_SINGLE_ANSWER,
+                      priority=PriorityCode.MEDIUM, deadline_ns=None, model_cache=None,
+                      data_cache=None, token=None) -> OnnxRuntimePreparedModel:
+        if preference not in PreferenceCode._value2member_map_:
+            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid execution preference {preference}")
+        if priority not in PriorityCode._value2member_map_:
+            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid priority {priority}")
+        levels = validate_model(model)
+        reasons = [f"operation {k} ({r})" for k, op in enumerate(model.main.operations)
+                   if (r := self.unsupported_reason(model, op, levels.level_of(op))) is not None]
+        if reasons:
+            raise HalError(ErrorStatus.INVALID_ARGUMENT, "unsupported: " + "; ".join(reasons))
+        if deadline_ns is not None and time.monotonic_ns() >= deadline_ns:
+            raise HalError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline passed before preparation")
+        proto, output_names = self.to_onnx(model)
+        _, ort = _engine()
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        try:
+            session = ort.InferenceSession(proto.SerializeToString(), options,
+                                           providers=["CPUExecutionProvider"])
+        except Exception as e:  # noqa: BLE001 - the engine refused the graph
+            raise HalError(ErrorStatus.GENERAL_FAILURE,
+                           f"onnxruntime could not create a session: {e}") from None
+        return OnnxRuntimePreparedModel(model, session, output_names)
+
+    def to_onnx(self, model: Model):
+        """(ONNX ModelProto of ``model.main``, graph output names in HAL output order)."""
+        onnx, _ = _engine()
+        tr = _translate_module()
+        h = onnx.helper
+        sg = model.main
+        b = tr.Builder(model, sg)
+        for k, op in enumerate(sg.operations):
+            b.where = f"operation {k} ({getattr(op.type, 'name', op.type)})"
+            try:
+                tr.TABLE[op.type].emit(b, op)
+            except tr.Unsupported as e:  # checked before; kept for callers of to_onnx alone
+                raise HalError(ErrorStatus.INVALID_ARGUMENT, f"{b.where}: {e}") from None
+
+        def value_info(idx: int, with_shape: bool):
+            o = sg.operands[idx]
+            elem = tr.onnx_elem_type(o.type)
+            if not is_tensor_type(o.type):
+                return h.make_tensor_value_info(f"v{idx}", elem, [])
+            dims = list(o.dimensions)
+            shape = [d if d else None for d in dims] if (dims and with_shape) else None
+            return h.make_tensor_value_info(f"v{idx}", elem, shape)
+
+        inputs = [value_info(i, True) for i in sg.input_indexes
+                  if sg.operands[i].lifetime == OperandLifeTime.SUBGRAPH_INPUT]
+        outputs = [value_info(i, False) for i in sg.output_indexes]
+        graph = h.make_graph(b.nodes, "nnapi", inputs, outputs, initializer=b.initializers)
+        proto = h.make_model(graph, opset_imports=[h.make_opsetid("", tr.OPSET)], producer_name="nncts")
+        proto.ir_version = 8
+        return proto, [f"v{i}" for i in sg.output_indexes]
