@@ -74,8 +74,7 @@ def _run_suite(suite: Suite, args, extra, suite_args: list[str] | None = None,
     pytest_args = [*suite.paths, "-p", "nncts.pytest_plugin"]
     for plugin in suite.plugins:
         pytest_args += ["-p", plugin]
-    pytest_args += ["-p", "no:cacheprovider",
-                    "--driver", args.driver, "--nncts-report", str(report_dir),
+    pytest_args += ["-p", "no:cacheprovider", *_driver_args(args), "--nncts-report", str(report_dir),
                     "--junitxml", str(report_dir / "junit.xml"), "-o", f"junit_suite_name=nncts-{suite.command}",
                     "-o", "console_output_style=count", "--timeout", str(args.timeout)]
     if args.resume:
@@ -88,14 +87,42 @@ def _run_suite(suite: Suite, args, extra, suite_args: list[str] | None = None,
     pytest_args += suite_args or []
     code = int(pytest.main(pytest_args + extra))
     if records.exists():
-        meta = {"driver": args.driver, "suite": suite.command, "pytest_exit_code": code}
+        meta = {"driver": _driver_label(args), "suite": suite.command, "pytest_exit_code": code}
         if corpus is not None:
             meta["corpus"] = corpus + (["cts/specs/built"] if specs else []) or \
                 ["vendored AOSP corpus", "cts/specs/built"]
         meta.update(suite_meta or {})
-        paths = write_reports(records, report_dir, title=f"{suite.title}: driver {args.driver}", meta=meta)
+        paths = write_reports(records, report_dir, title=f"{suite.title}: driver {_driver_label(args)}", meta=meta)
         print("report:", ", ".join(str(p) for p in [report_dir / "junit.xml", records, *paths]))
     return code
+
+
+def _driver_args(args) -> list[str]:
+    """pytest options naming the driver: --driver, and --driver-process / --driver-endpoint /
+    --driver-timeout when given."""
+    out = ["--driver", args.driver]
+    if getattr(args, "driver_process", False):
+        out.append("--driver-process")
+    if getattr(args, "driver_endpoint", None):
+        out += ["--driver-endpoint", args.driver_endpoint]
+    if getattr(args, "driver_timeout", None):
+        out += ["--driver-timeout", str(args.driver_timeout)]
+    return out
+
+
+def _driver_label(args) -> str:
+    if getattr(args, "driver_endpoint", None):
+        return f"{args.driver_endpoint} (driver endpoint)"
+    return args.driver + (" (out of process)" if getattr(args, "driver_process", False) else "")
+
+
+def _check_driver(args, parser) -> None:
+    """A driver name that no bundled driver or entry point has is one line and exit 2 (a
+    ``module:factory`` spec is checked when it loads)."""
+    if not getattr(args, "driver_endpoint", None) and ":" not in args.driver \
+            and args.driver not in available_drivers():
+        parser.exit(2, f"nncts {args.command}: error: --driver: no driver named {args.driver!r}; available: "
+                       f"{', '.join(available_drivers())} (or give module:factory)\n")
 
 
 def _cts(args, extra) -> int:
@@ -294,6 +321,14 @@ def _add_suite_parser(sub, name: str, help_text: str, timeout_help: str, corpus:
         p.add_argument("--corpus", action="append", default=[], help="corpus directory (repeatable)")
         p.add_argument("--specs", action="store_true",
                        help="our own golden specs: alone, or next to the --corpus directories given")
+    p.add_argument("--driver-process", action="store_true",
+                   help="run the driver in its own process over the gRPC HAL: a crash or hang is reported for the "
+                        "test in flight, the process restarted and the run goes on")
+    p.add_argument("--driver-endpoint", default=None, metavar="ADDRESS",
+                   help="use a driver host already serving at this gRPC address (unix:/path.sock or host:port)")
+    p.add_argument("--driver-timeout", type=float, default=None, metavar="SECONDS",
+                   help="out of process: longest one driver call may take before it counts as a hang "
+                        "(default: --timeout)")
     p.add_argument("--report-dir", default="nncts-report", help="where reports go (default: nncts-report)")
     p.add_argument("--resume", action="store_true",
                    help="keep the report directory's outcomes and run only the tests not recorded yet")
@@ -357,6 +392,7 @@ def main(argv=None) -> int:
         return _mlts(args, parser)
     if args.command == "coverage":
         return _coverage(args, parser)
+    _check_driver(args, parser)
     if args.command == "random-graph":
         return _random_graph(args, extra, parser)
     return _cts(args, extra) if args.command == "cts" else _vts(args, extra)

@@ -28,6 +28,16 @@ def pytest_addoption(parser):
     g.addoption("--driver", default="sample",
                 help="driver under test: bundled name, entry point in group nncts.drivers, or module:factory "
                      "(default: sample)")
+    g.addoption("--driver-process", action="store_true",
+                help="run the driver in its own process, served over the gRPC HAL (runtime/remote/hal.proto): "
+                     "a crash is reported as DEAD_OBJECT for the test in flight, a call past --driver-timeout "
+                     "as a hang; the process is restarted and the run goes on")
+    g.addoption("--driver-endpoint", default=None, metavar="ADDRESS",
+                help="use the driver host already serving at this gRPC address (unix:/path.sock or host:port; "
+                     "python -m runtime.remote.host --driver NAME --listen ADDRESS)")
+    g.addoption("--driver-timeout", type=float, default=None, metavar="SECONDS",
+                help="with --driver-process/--driver-endpoint: longest one driver call may take before it "
+                     "counts as a hang (default: --timeout, else 300)")
     g.addoption("--corpus", action="append", default=[],
                 help="corpus directory (root or any folder below it; repeatable); default: the vendored AOSP "
                      "corpus and our own specs (cts/specs/built)")
@@ -44,7 +54,34 @@ def pytest_addoption(parser):
                      "(continue a run that was killed), appending the rest")
 
 
+def driver_spec(config) -> str:
+    """The driver spec of ``--driver`` as ``--driver-process`` / ``--driver-endpoint`` make
+    it (``process:NAME``, ``endpoint:ADDRESS``; see :func:`runtime.drivers.load_driver`)."""
+    from runtime.remote import ENDPOINT_PREFIX, PROCESS_PREFIX
+    if config.getoption("driver_endpoint", None):
+        return ENDPOINT_PREFIX + config.getoption("driver_endpoint")
+    if config.getoption("driver_process", False):
+        return PROCESS_PREFIX + config.getoption("driver")
+    return config.getoption("driver")
+
+
+def _configure_remote(config) -> None:
+    """Out of process: every driver call is bounded by the driver timeout, so pytest-timeout
+    (the backstop) and the wait for asynchronous completions must be longer: a hang is then
+    the driver call's, reported for the test that made it."""
+    from runtime.remote import is_remote_spec, set_call_timeout
+    if not is_remote_spec(driver_spec(config)):
+        return
+    test_timeout = getattr(config.option, "timeout", None) or None
+    call_timeout = config.getoption("driver_timeout") or test_timeout or 300.0
+    set_call_timeout(call_timeout)
+    if test_timeout:
+        config.option.timeout = max(float(test_timeout), 2 * call_timeout + 30)
+    config.option.wait_limit = max(config.getoption("wait_limit"), call_timeout + 10)
+
+
 def pytest_configure(config):
+    _configure_remote(config)
     for op in OperationType:
         config.addinivalue_line("markers", f"{op.name}: test model uses operation {op.name}")
     for level in range(1, 9):
@@ -115,9 +152,34 @@ def nncts_device(pytestconfig):
     from runtime.drivers import DriverNotFound
     from runtime.nnapi import get_devices
     try:
-        return get_devices([pytestconfig.getoption("driver")])[0]
+        return get_devices([driver_spec(pytestconfig)])[0]
     except (DriverNotFound, TypeError) as e:
         pytest.exit(f"--driver: {e}", returncode=4)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A test during which an out-of-process driver died or hung fails, whatever it
+    concluded (an expected failure is no excuse for a crash), tagged ``driver_incident``."""
+    from runtime.remote.link import INCIDENTS
+    if call.when == "setup":
+        item._nncts_incidents = len(INCIDENTS)
+    outcome = yield
+    report = outcome.get_result()
+    seen = getattr(item, "_nncts_incidents", len(INCIDENTS))
+    if call.when not in ("setup", "call") or len(INCIDENTS) <= seen:
+        return
+    new = INCIDENTS[seen:]
+    item._nncts_incidents = len(INCIDENTS)
+    kind = "hang" if any(i.kind == "hang" for i in new) else "crash"
+    report.user_properties.append(("driver_incident", kind))
+    text = "; ".join(f"driver process {'hung' if i.kind == 'hang' else 'died'} during {i.call}: {i.detail}"
+                     for i in new)
+    if not report.failed:
+        report.outcome = "failed"
+        report.longrepr = f"{item.nodeid}: {text}"
+    elif text not in str(report.longrepr):
+        report.longrepr = f"{text}\n{report.longrepr}"
 
 
 def pytest_runtest_logreport(report):
@@ -139,6 +201,8 @@ def pytest_runtest_logreport(report):
               "operations": props["operations"], "feature_level": props.get("feature_level"),
               "skip_kind": props.get("skip_kind", ""), "mode": props.get("mode", "sync"),
               "suite": props.get("suite", "cts"), "time": time.time()}
+    if props.get("driver_incident"):
+        record["driver_incident"] = props["driver_incident"]
     if props.get("reproducers"):
         record["reproducers"] = props["reproducers"]
     config = _CONFIG.get("config")

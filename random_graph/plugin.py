@@ -30,9 +30,10 @@ def pytest_addoption(parser):
 
 
 def _driver_feature_level(config) -> int:
+    from nncts.pytest_plugin import driver_spec
     from runtime.drivers import DriverNotFound, load_driver
     try:
-        return int(load_driver(config.getoption("driver")).get_feature_level())
+        return int(load_driver(driver_spec(config)).get_feature_level())
     except (DriverNotFound, TypeError) as e:
         raise pytest.UsageError(f"--driver: {e}") from None
 

@@ -75,12 +75,23 @@ def per_mode(records) -> dict[str, dict]:
 
 
 def totals(records) -> collections.Counter:
-    """Counter of outcomes, plus ``skipped:<kind>`` for each skip kind."""
+    """Counter of outcomes, plus ``skipped:<kind>`` for each skip kind and ``driver:crash`` /
+    ``driver:hang`` for tests during which an out-of-process driver died or hung."""
     c = collections.Counter(r["outcome"] for r in records)
     for r in records:
         if r["outcome"] == "skipped":
             c[f"skipped:{r.get('skip_kind') or 'other'}"] += 1
+        if r.get("driver_incident"):
+            c[f"driver:{r['driver_incident']}"] += 1
     return c
+
+
+def incident_line(t: collections.Counter) -> str:
+    """"driver process: N crash(es), M hang(s)" from :func:`totals`; "" without any."""
+    if not (t["driver:crash"] or t["driver:hang"]):
+        return ""
+    return (f"driver process: {t['driver:crash']} test(s) with a crash (DEAD_OBJECT), "
+            f"{t['driver:hang']} with a hang (killed after the call timeout)")
 
 
 def format_summary(records) -> list[str]:
@@ -112,4 +123,6 @@ def format_summary(records) -> list[str]:
     kinds = ", ".join(f"{k.split(':', 1)[1]} {v}" for k, v in sorted(t.items()) if k.startswith("skipped:"))
     lines.append(f"total: {t['passed']} passed, {t['failed']} failed, {t['skipped']} skipped"
                  + (f" ({kinds})" if kinds else ""))
+    if incident_line(t):
+        lines.append(incident_line(t))
     return lines

@@ -115,10 +115,11 @@ def vts_collection(config) -> VtsCollection:
     cached = getattr(config, "_nncts_vts", None)
     if cached is not None:
         return cached
+    from nncts.pytest_plugin import driver_spec
     from runtime.drivers import DriverNotFound, load_driver
     from runtime.testing.hal_convert import to_hal_model, to_hal_request
     from vts.mutations import KINDS, clone_model
-    spec = config.getoption("driver")
+    spec = driver_spec(config)
     try:
         hal = load_driver(spec)
     except (DriverNotFound, TypeError) as e:

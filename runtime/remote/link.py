@@ -145,9 +145,9 @@ class Link:
 def _signal_name(returncode: int) -> str:
     if returncode < 0:
         try:
-            return f"killed by {signal.Signals(-returncode).name}"
+            return f"was killed by {signal.Signals(-returncode).name}"
         except ValueError:
-            return f"killed by signal {-returncode}"
+            return f"was killed by signal {-returncode}"
     return f"exited with code {returncode}"
 
 
