@@ -6,6 +6,7 @@ Usage::
     python -m fuzz --driver NAME [--target full|validation] [--findings DIR] [--seeds DIR | --no-seeds] [--paths hal,frontend]
                    [--keep-going N] [libFuzzer flags, e.g. -runs=N -max_total_time=S
                    -timeout=S -rss_limit_mb=M] [corpus dirs]
+    python -m fuzz --driver NAME --driver-process ...           # the driver in its own process
     python -m fuzz --driver NAME --replay FINDING_OR_DIR...   # re-run saved findings
     python -m fuzz --make-seeds DIR                           # encode the CTS corpus
 
@@ -35,6 +36,12 @@ fill) plus generated-mode inputs (one operation per signature of the operation t
 each hostility level), and hands it to libFuzzer as a read-only corpus directory. When no
 corpus directory is given, ``<findings>/corpus`` is the one libFuzzer writes new inputs to.
 
+``--driver-process`` runs the driver in its own process over the gRPC HAL
+(:mod:`runtime.remote`): a death of that process is recorded as a ``crash`` finding and a
+call past ``--driver-timeout`` as a ``timeout`` finding (:func:`fuzz.target.incident_finding`),
+the process is restarted and fuzzing goes on. Coverage then guides by the runtime's side
+(the reference validator, the proxy): the driver's code runs in the other process.
+
 Exit status: 0 when the run ended normally without any new finding, 1 otherwise.
 """
 from __future__ import annotations
@@ -46,6 +53,8 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+
+from runtime.remote import PROCESS_PREFIX, is_remote_spec, set_call_timeout
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Instrumentation of the validation target (the full target: all of runtime, control and
@@ -61,6 +70,11 @@ def _parser() -> argparse.ArgumentParser:
                                             "Unknown arguments go to libFuzzer.")
     p.add_argument("--driver", default="sample",
                    help="driver: bundled name, entry point or module:factory (default: sample)")
+    p.add_argument("--driver-process", action="store_true",
+                   help="run the driver in its own process (gRPC HAL): its death is a crash finding, a call "
+                        "past --driver-timeout a timeout finding, and the fuzzing goes on")
+    p.add_argument("--driver-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="with --driver-process: longest one driver call may take (default 10)")
     p.add_argument("--target", default="full", choices=("full", "validation"),
                    help="full (default): HAL model, request and execution, and the front end; "
                         "validation: decode, validate_model, get_supported_operations and "
@@ -124,7 +138,7 @@ def make_seeds(directory: Path) -> int:
 def child_main(args, libfuzzer_args: list[str]) -> None:
     import atheris
     driver_top = None
-    if ":" in args.driver:
+    if ":" in args.driver and not is_remote_spec(args.driver):  # a driver out of process is not ours to instrument
         top = args.driver.split(":", 1)[0].split(".")[0]
         if top not in ("runtime", "fuzz"):
             driver_top = top
@@ -307,6 +321,7 @@ def parent_main(args, libfuzzer_args: list[str]) -> int:
     restarts = 0
     while True:
         cmd = [sys.executable, "-m", "fuzz", "--child", "--driver", args.driver, "--findings", args.findings,
+               "--driver-timeout", str(args.driver_timeout),
                "--paths", args.paths, "--target", args.target, "--max-findings", str(args.max_findings), *lib]
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
         rc = subprocess.call(cmd, env=env)
@@ -328,6 +343,9 @@ def parent_main(args, libfuzzer_args: list[str]) -> int:
 
 def main(argv=None) -> int:
     args, rest = _parser().parse_known_args(argv)
+    if args.driver_process and not is_remote_spec(args.driver):
+        args.driver = PROCESS_PREFIX + args.driver
+    set_call_timeout(args.driver_timeout)
     if args.make_seeds:
         print(f"wrote {make_seeds(Path(args.make_seeds))} seed inputs to {args.make_seeds}")
         return 0

@@ -255,6 +255,16 @@ def _frontend_path(tm: TestModel, plan: int, device: Device) -> list[Finding]:
     return []
 
 
+def incident_finding(incident) -> Finding:
+    """The finding of a driver process that died (``crash``) or hung (``timeout``) during a
+    call; deduplicated by the call and how the process ended (its signal or exit code)."""
+    kind = "timeout" if incident.kind == "hang" else "crash"
+    how = incident.detail.split(";", 1)[0]
+    message = f"driver process {'hung' if incident.kind == 'hang' else 'died'} during {incident.call}: {incident.detail}"
+    return Finding(kind, f"driver-process:{incident.call}", message[:1000],
+                   f"driver-process {incident.kind}: {incident.call}: {how}")
+
+
 class FuzzTarget:
     """The callable libFuzzer runs (``TestOneInput``): decode, check, record findings."""
 
@@ -286,10 +296,17 @@ class FuzzTarget:
         return self.check(case)
 
     def check(self, case: FuzzCase) -> list[Finding]:
-        """Findings of one decoded ``case`` under this target."""
+        """Findings of one decoded ``case`` under this target. With an out-of-process driver
+        (``process:NAME``), a death of the driver process during any call is a ``crash``
+        finding and a call past the driver timeout a ``timeout`` finding (the process is
+        restarted for the next input)."""
+        from runtime.remote.link import INCIDENTS
+        seen = len(INCIDENTS)
         if self.target == "validation":
-            return check_validation(case, self.hal_device)
-        return check_case(case, self.hal_device, self.device, self.paths)
+            findings = check_validation(case, self.hal_device)
+        else:
+            findings = check_case(case, self.hal_device, self.device, self.paths)
+        return findings + [incident_finding(i) for i in INCIDENTS[seen:]]
 
     def __call__(self, data: bytes) -> None:
         self.executions += 1

@@ -159,15 +159,17 @@ def nncts_device(pytestconfig):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
-    """A test during which an out-of-process driver died or hung fails, whatever it
-    concluded (an expected failure is no excuse for a crash), tagged ``driver_incident``."""
+    """A suite's test (one with outcome records) during which an out-of-process driver died
+    or hung fails, whatever it concluded (an expected failure is no excuse for a crash),
+    tagged ``driver_incident``."""
     from runtime.remote.link import INCIDENTS
     if call.when == "setup":
         item._nncts_incidents = len(INCIDENTS)
     outcome = yield
     report = outcome.get_result()
     seen = getattr(item, "_nncts_incidents", len(INCIDENTS))
-    if call.when not in ("setup", "call") or len(INCIDENTS) <= seen:
+    if call.when not in ("setup", "call") or len(INCIDENTS) <= seen \
+            or "operations" not in dict(item.user_properties):
         return
     new = INCIDENTS[seen:]
     item._nncts_incidents = len(INCIDENTS)
