@@ -205,6 +205,9 @@ def _mlts(args, parser) -> int:
     except ImportError as e:
         parser.exit(2, f"{prog}: error: {e} (pip install 'nncts[mlts]')\n")
     names = [n for group in args.models for n in group.split(",") if n.strip()]
+    if args.driver_process:
+        from runtime.remote import PROCESS_PREFIX
+        args.driver = PROCESS_PREFIX + args.driver
     settings = run.QUICK if args.quick else run.STANDARD
     if args.model_timeout is not None:
         if args.model_timeout <= 0:
@@ -290,6 +293,8 @@ def _add_mlts_parser(sub):
     p.__class__ = _OneLineParser
     p.add_argument("--driver", default=DEFAULT_DRIVER,
                    help="bundled name, entry point in group nncts.drivers, or module:factory")
+    p.add_argument("--driver-process", action="store_true",
+                   help="run the driver in its own process over the gRPC HAL (runtime.remote)")
     p.add_argument("--models", action="append", default=[], metavar="NAMES",
                    help="bundled model names, comma-separated or repeated (default: every bundled model)")
     p.add_argument("--report-dir", default="nncts-report",
