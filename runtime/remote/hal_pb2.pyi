@@ -255,12 +255,14 @@ class SupportedOperations(_message.Message):
     def __init__(self, status: _Optional[_Union[Status, _Mapping]] = ..., supported: _Optional[_Iterable[bool]] = ...) -> None: ...
 
 class CacheFile(_message.Message):
-    __slots__ = ("data", "invalid")
+    __slots__ = ("data", "invalid", "path")
     DATA_FIELD_NUMBER: _ClassVar[int]
     INVALID_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
     data: bytes
     invalid: bool
-    def __init__(self, data: _Optional[bytes] = ..., invalid: _Optional[bool] = ...) -> None: ...
+    path: str
+    def __init__(self, data: _Optional[bytes] = ..., invalid: _Optional[bool] = ..., path: _Optional[str] = ...) -> None: ...
 
 class PrepareModelRequest(_message.Message):
     __slots__ = ("model", "preference", "priority", "deadline_ns", "model_cache", "data_cache", "token", "has_token", "has_cache")

@@ -34,6 +34,10 @@ from .wire import pb
 CHANNEL_OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
 
 
+#: Where inline cache contents become files for the driver: memory-backed when possible.
+SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+
+
 def _deadline(relative_ns: int) -> int | None:
     return None if relative_ns < 0 else time.monotonic_ns() + relative_ns
 
@@ -52,21 +56,28 @@ class _CacheFiles:
 
     def __init__(self, entries):
         import tempfile
-        self.files = []
+        self.files, self.paths = [], []
         for e in entries:
+            self.paths.append(e.path)
             if e.invalid:
                 self.files.append(object())
-                continue
-            f = tempfile.TemporaryFile()
-            f.write(e.data)
-            f.seek(0)
-            self.files.append(f)
+            elif e.path:
+                try:
+                    self.files.append(open(e.path, "r+b"))
+                except OSError as err:
+                    raise HalError(ErrorStatus.GENERAL_FAILURE, f"cannot open cache file {e.path}: {err}") from None
+            else:
+                f = tempfile.TemporaryFile(dir=SCRATCH)
+                f.write(e.data)
+                f.seek(0)
+                self.files.append(f)
 
     def contents(self) -> list[pb.CacheFile]:
+        """What each file holds now (nothing for the client's own files, written in place)."""
         out = []
-        for f in self.files:
-            if not hasattr(f, "read"):
-                out.append(pb.CacheFile(invalid=True))
+        for f, path in zip(self.files, self.paths):
+            if path or not hasattr(f, "read"):
+                out.append(pb.CacheFile(path=path, invalid=not path))
                 continue
             f.flush()
             f.seek(0)

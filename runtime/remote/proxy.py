@@ -242,10 +242,15 @@ class RemotePreparedModel(_HostObject, IPreparedModel):
         return RemoteExecution(self, reply.id, self.generation, request, measure, loop_timeout_duration_ns)
 
 
-def _cache_to_wire(files) -> list[pb.CacheFile]:
+def _cache_to_wire(files, share: bool) -> list[pb.CacheFile]:
+    """Cache files as their path (``share``: the host opens the file itself) or content."""
     out = []
     for f in files or []:
         try:
+            if share:
+                f.flush()
+                out.append(pb.CacheFile(path=f"/proc/{os.getpid()}/fd/{f.fileno()}"))
+                continue
             f.seek(0)
             out.append(pb.CacheFile(data=f.read()))
         except (AttributeError, OSError, ValueError):
@@ -254,8 +259,9 @@ def _cache_to_wire(files) -> list[pb.CacheFile]:
 
 
 def _cache_back(files, contents) -> None:
+    """Write back what the host's copies of inline cache files hold after the call."""
     for f, c in zip(files or [], contents):
-        if c.invalid or not hasattr(f, "write"):
+        if c.invalid or c.path or not hasattr(f, "write"):
             continue
         f.seek(0)
         f.truncate()
@@ -336,8 +342,8 @@ class RemoteDevice(IDevice):
         has_cache = model_cache is not None or data_cache is not None
         message = _encode("prepare_model", lambda: pb.PrepareModelRequest(
             model=wire.model_to_wire(model, self.shared), preference=int(preference), priority=int(priority),
-            deadline_ns=_relative(deadline_ns), model_cache=_cache_to_wire(model_cache),
-            data_cache=_cache_to_wire(data_cache), token=bytes(token or b""), has_token=token is not None,
+            deadline_ns=_relative(deadline_ns), model_cache=_cache_to_wire(model_cache, self.shared),
+            data_cache=_cache_to_wire(data_cache, self.shared), token=bytes(token or b""), has_token=token is not None,
             has_cache=has_cache))
         generation = self.link.generation
         reply = self._call("PrepareModel", message, "prepare_model")
@@ -347,8 +353,8 @@ class RemoteDevice(IDevice):
 
     def prepare_model_from_cache(self, deadline_ns, model_cache, data_cache, token) -> IPreparedModel:
         message = _encode("prepare_model_from_cache", lambda: pb.PrepareFromCacheRequest(
-            deadline_ns=_relative(deadline_ns), model_cache=_cache_to_wire(model_cache),
-            data_cache=_cache_to_wire(data_cache), token=bytes(token or b"")))
+            deadline_ns=_relative(deadline_ns), model_cache=_cache_to_wire(model_cache, self.shared),
+            data_cache=_cache_to_wire(data_cache, self.shared), token=bytes(token or b"")))
         reply = self._call("PrepareModelFromCache", message, "prepare_model_from_cache")
         return RemotePreparedModel(self, reply.prepared_model, self.link.generation)
 
