@@ -148,21 +148,12 @@ class OnnxRuntimeDevice(IDevice):
         name = getattr(operation.type, "name", str(operation.type))
         if level is None or level > FEATURE_LEVEL:
             return f"{name}: feature level {level} is above {FEATURE_LEVEL}"
-        entry = tr.TABLE.get(operation.type)
-        if entry is None:
-            return f"{name} has no ONNX mapping in this driver"
-        sg = model.main
-        t0 = sg.operands[operation.inputs[0]].type if operation.inputs else None
-        if operation.type == tr.O.PACK:  # input 0 is the axis
-            t0 = sg.operands[operation.inputs[1]].type if len(operation.inputs) > 1 else None
-        if t0 not in entry.types:
-            return f"{name} on {getattr(t0, 'name', t0)} is not mapped"
-        b = tr.Builder(model, sg)
+        b = tr.Builder(model, model.main)
         b.where = name
         try:
-            entry.emit(b, operation)
+            tr.translate_operation(b, operation)
         except tr.Unsupported as e:
-            return f"{name}: {e}"
+            return str(e)
         return None
 
     def get_supported_operations(self, model: Model) -> list[bool]:
@@ -209,7 +200,7 @@ class OnnxRuntimeDevice(IDevice):
         for k, op in enumerate(sg.operations):
             b.where = f"operation {k} ({getattr(op.type, 'name', op.type)})"
             try:
-                tr.TABLE[op.type].emit(b, op)
+                tr.translate_operation(b, op)
             except tr.Unsupported as e:  # checked before; kept for callers of to_onnx alone
                 raise HalError(ErrorStatus.INVALID_ARGUMENT, f"{b.where}: {e}") from None
 

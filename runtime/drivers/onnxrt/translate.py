@@ -8,9 +8,10 @@ does not map faithfully (a parameter given as a model input, a padding scheme, m
 quantization, ...); ``get_supported_operations`` answers False for exactly those uses, by
 translating each operation alone.
 
-This module: the builder, element-wise, activation, comparison/logical and shape
-operations. :mod:`.translate_nn` adds convolution, pooling, resizing, normalization and
-quantization (it registers into the same table).
+This module: the builder and the element-wise, activation, comparison/logical and softmax
+operations. :mod:`.translate_shape` adds the shape, data-movement, reduction, arg/top-k and
+matmul operations; :mod:`.translate_nn` convolution, pooling, resizing, normalization and
+quantization (both register into the same table).
 
 Semantics follow the NNAPI documentation as the reference modules under ``runtime/ops``
 state them (parameter order, rounding, broadcast); nothing here computes with them. ONNX
@@ -62,20 +63,57 @@ def onnx_elem_type(t) -> int:
 
 @dataclass
 class Entry:
-    """How one NNAPI operation maps: ``types`` accepted for input 0, ``emit(b, op)``."""
+    """How one NNAPI operation maps: ``types`` accepted for input 0 as they are, ``qdq``
+    8-bit quantized types computed on dequantized values (ONNX's QDQ form:
+    DequantizeLinear -> float operation -> QuantizeLinear with the output's scale and zero
+    point, which onnxruntime fuses into its quantized kernels where it has them), and
+    ``emit(b, op)``."""
 
     types: frozenset
     emit: Callable
+    qdq: frozenset = frozenset()
 
 
 TABLE: dict[O, Entry] = {}
 
 
-def op(op_type: O, types):
+def op(op_type: O, types, qdq=()):
     def register(fn):
-        TABLE[op_type] = Entry(frozenset(types), fn)
+        TABLE[op_type] = Entry(frozenset(types), fn, frozenset(qdq))
         return fn
     return register
+
+
+def deciding_input(operation) -> int:
+    """Index of the input whose type selects the signature (PACK: 1, SELECT: 1, else 0)."""
+    return 1 if operation.type in (O.PACK, O.SELECT, O.EMBEDDING_LOOKUP) else 0
+
+
+def translate_operation(b: "Builder", operation) -> None:
+    """Emit ``operation`` into ``b``: as it is when its type is in the entry's ``types``,
+    else (or when that is Unsupported) in QDQ form when the entry allows it. Raises
+    Unsupported with the reason; ``b`` is left as it was on failure."""
+    entry = TABLE.get(operation.type)
+    name = getattr(operation.type, "name", str(operation.type))
+    if entry is None:
+        raise Unsupported(f"{name} has no ONNX mapping in this driver")
+    k = deciding_input(operation)
+    t = b.operand(operation.inputs[k]).type if len(operation.inputs) > k else None
+    modes = ([False] if t in entry.types else []) + ([True] if t in entry.qdq else [])
+    if not modes:
+        raise Unsupported(f"{name} on {getattr(t, 'name', t)} is not mapped")
+    for n, qdq in enumerate(modes):
+        state = b.snapshot()
+        b.qdq = qdq
+        try:
+            entry.emit(b, operation)
+            return
+        except Unsupported as e:
+            b.restore(state)
+            if n == len(modes) - 1:
+                raise Unsupported(f"{name}: {e}") from None
+        finally:
+            b.qdq = False
 
 
 class Builder:
@@ -90,13 +128,25 @@ class Builder:
         self._constants: dict[int, str] = {}
         self._n = 0
         self.where = ""  # "operation k (TYPE)", for node names and messages
+        self.qdq = False  # quantized operands read dequantized, outputs quantized
+
+    def snapshot(self):
+        return len(self.nodes), len(self.initializers), dict(self._constants)
+
+    def restore(self, state) -> None:
+        n_nodes, n_init, constants = state
+        del self.nodes[n_nodes:], self.initializers[n_init:]
+        self._constants = constants
 
     # --- operands --------------------------------------------------------------------
     def operand(self, idx: int):
         return self.sg.operands[idx]
 
     def type_of(self, op, k: int):
-        return self.operand(op.inputs[k]).type
+        """Input ``k``'s type as the emitted nodes see it (float32 for a quantized operand
+        in QDQ mode)."""
+        t = self.operand(op.inputs[k]).type
+        return F32 if self.qdq and t in QUANT8 else t
 
     def dims(self, idx: int) -> list[int]:
         return list(self.operand(idx).dimensions)
@@ -135,8 +185,8 @@ class Builder:
             raise Unsupported(f"input {k} is not a scalar")
         return v[0].item()
 
-    def input(self, op, k: int) -> str:
-        """ONNX name of tensor input ``k`` (a constant becomes an initializer, once)."""
+    def raw_input(self, op, k: int) -> str:
+        """ONNX name of tensor input ``k`` as stored (a constant becomes an initializer, once)."""
         idx = op.inputs[k]
         o = self.operand(idx)
         if o.lifetime == L.NO_VALUE:
@@ -149,10 +199,20 @@ class Builder:
             raise Unsupported(f"input {k} is a subgraph reference")
         return f"v{idx}"
 
+    def input(self, op, k: int) -> str:
+        """ONNX name of tensor input ``k`` (a constant becomes an initializer, once); in
+        QDQ mode a quantized input is dequantized to float32."""
+        name = self.raw_input(op, k)
+        o = self.operand(op.inputs[k])
+        if self.qdq and o.type in QUANT8:
+            return self.node("DequantizeLinear", [name, self.scalar_like(o.scale, F32),
+                                                  self.scalar_like(o.zero_point, o.type)])
+        return name
+
     def same_quant(self, op, ins=(0,), outs=(0,)):
         """Quantized operands must share input 0's scale and zero point (data moves only)."""
         first = self.operand(op.inputs[ins[0]])
-        if first.type not in QUANT8:
+        if first.type not in QUANT8 or self.qdq:
             return
         for idx in [op.inputs[k] for k in ins] + [op.outputs[j] for j in outs]:
             o = self.operand(idx)
@@ -168,7 +228,7 @@ class Builder:
     def const(self, value, hint: str = "k", dtype=None) -> str:
         name = self.fresh(hint)
         arr = np.asarray(value, dtype=dtype)
-        self.initializers.append(self.numpy_helper.from_array(np.ascontiguousarray(arr), name))
+        self.initializers.append(self.numpy_helper.from_array(arr.copy(order="C"), name))  # 0-d stays 0-d
         return name
 
     def i64(self, values) -> str:
@@ -188,7 +248,11 @@ class Builder:
         return outs[0] if n_out == 1 else outs
 
     def result(self, op, j: int, name: str) -> None:
-        """Bind ``name`` to output ``j`` of ``op``."""
+        """Bind ``name`` to output ``j`` of ``op`` (quantized first in QDQ mode)."""
+        o = self.operand(op.outputs[j])
+        if self.qdq and o.type in QUANT8:
+            name = self.node("QuantizeLinear", [name, self.scalar_like(o.scale, F32),
+                                                self.scalar_like(o.zero_point, o.type)])
         self.nodes.append(self.helper.make_node("Identity", [name], [f"v{op.outputs[j]}"],
                                                 name=f"{self.where} output {j}"))
 
@@ -204,6 +268,8 @@ class Builder:
             raise Unsupported(f"fuse code {code}")
         lo, hi = {1: (0.0, None), 2: (-1.0, 1.0), 3: (0.0, 6.0)}[code]
         t = out_operand.type if out_operand is not None else F32
+        if t in QUANT8 and self.qdq:
+            t = F32
         if t in QUANT8:
             qmin, qmax = (0, 255) if t == QA8 else (-128, 127)
             s, z = out_operand.scale, out_operand.zero_point
@@ -233,32 +299,32 @@ for _t, _onnx, _types in [
         (O.FLOOR, "Floor", FLOATS), (O.LOGISTIC, "Sigmoid", FLOATS), (O.TANH, "Tanh", FLOATS),
         (O.RELU, "Relu", FLOATS), (O.HARD_SWISH, "HardSwish", FLOATS),
         (O.LOGICAL_NOT, "Not", {BOOL8})]:
-    op(_t, _types)(unary(_onnx, _types)[1])
+    op(_t, _types, QUANT8)(unary(_onnx, _types)[1])
 
 
-@op(O.RSQRT, FLOATS)
+@op(O.RSQRT, FLOATS, QUANT8)
 def _rsqrt(b, op):
     b.result(op, 0, b.node("Reciprocal", [b.node("Sqrt", [b.input(op, 0)])]))
 
 
-@op(O.RELU1, FLOATS)
+@op(O.RELU1, FLOATS, QUANT8)
 def _relu1(b, op):
     t = b.type_of(op, 0)
     b.result(op, 0, b.node("Clip", [b.input(op, 0), b.scalar_like(-1, t), b.scalar_like(1, t)]))
 
 
-@op(O.RELU6, FLOATS)
+@op(O.RELU6, FLOATS, QUANT8)
 def _relu6(b, op):
     t = b.type_of(op, 0)
     b.result(op, 0, b.node("Clip", [b.input(op, 0), b.scalar_like(0, t), b.scalar_like(6, t)]))
 
 
-@op(O.ELU, FLOATS)
+@op(O.ELU, FLOATS, QUANT8)
 def _elu(b, op):
     b.result(op, 0, b.node("Elu", [b.input(op, 0)], alpha=float(b.scalar(op, 1))))
 
 
-@op(O.PRELU, FLOATS)
+@op(O.PRELU, FLOATS, QUANT8)
 def _prelu(b, op):
     # NNAPI broadcasts input and alpha both ways (ONNX PRelu only alpha to input): select.
     x, alpha = b.input(op, 0), b.input(op, 1)
@@ -284,7 +350,7 @@ def _binary_fused(onnx_op: str):
 
 
 for _t, _onnx in [(O.ADD, "Add"), (O.SUB, "Sub"), (O.MUL, "Mul"), (O.DIV, "Div")]:
-    op(_t, NUMERIC)(_binary_fused(_onnx))
+    op(_t, NUMERIC, QUANT8)(_binary_fused(_onnx))
 
 
 def _binary(onnx_op: str, negate: bool = False):
@@ -301,13 +367,11 @@ for _t, _onnx, _types, _neg in [
         (O.GREATER, "Greater", NUMERIC, False), (O.GREATER_EQUAL, "GreaterOrEqual", NUMERIC, False),
         (O.LESS, "Less", NUMERIC, False), (O.LESS_EQUAL, "LessOrEqual", NUMERIC, False),
         (O.LOGICAL_AND, "And", {BOOL8}, False), (O.LOGICAL_OR, "Or", {BOOL8}, False)]:
-    op(_t, _types)(_binary(_onnx, _neg))
+    op(_t, _types, QUANT8)(_binary(_onnx, _neg))
 
 
-@op(O.SELECT, {BOOL8})
+@op(O.SELECT, NUMERIC | {BOOL8}, QUANT8)
 def _select(b, op):
-    if b.type_of(op, 1) not in DATA - QUANT8:
-        raise Unsupported(f"SELECT of {b.type_of(op, 1).name}")
     b.result(op, 0, b.node("Where", [b.input(op, 0), b.input(op, 1), b.input(op, 2)]))
 
 
@@ -325,7 +389,7 @@ def _cast(b, op):
     b.result(op, 0, b.cast(x, dst))
 
 
-@op(O.SOFTMAX, FLOATS)
+@op(O.SOFTMAX, FLOATS, QUANT8)
 def _softmax(b, op):
     beta = float(b.scalar(op, 1))
     axis = int(b.scalar(op, 2, -1))
@@ -335,7 +399,7 @@ def _softmax(b, op):
     b.result(op, 0, b.node("Softmax", [x], axis=axis))
 
 
-@op(O.LOG_SOFTMAX, FLOATS)
+@op(O.LOG_SOFTMAX, FLOATS, QUANT8)
 def _log_softmax(b, op):
     beta = float(b.scalar(op, 1))
     axis = int(b.scalar(op, 2))
@@ -343,255 +407,4 @@ def _log_softmax(b, op):
     b.result(op, 0, b.node("LogSoftmax", [x], axis=axis))
 
 
-# --- shape and data-movement operations ------------------------------------------------
-
-@op(O.RESHAPE, DATA)
-def _reshape(b, op):
-    b.same_quant(op)
-    shape = b.node("Cast", [b.input(op, 1)], to=7)  # int64, as ONNX Reshape takes it
-    b.result(op, 0, b.node("Reshape", [b.input(op, 0), shape], allowzero=1))
-
-
-@op(O.SQUEEZE, DATA)
-def _squeeze(b, op):
-    b.same_quant(op)
-    x = b.input(op, 0)
-    if b.omitted(op, 1) or b.constant(op, 1).size == 0:
-        b.result(op, 0, b.node("Squeeze", [x]))
-    else:
-        b.result(op, 0, b.node("Squeeze", [x, b.i64(b.constant(op, 1))]))
-
-
-@op(O.EXPAND_DIMS, DATA)
-def _expand_dims(b, op):
-    b.same_quant(op)
-    b.result(op, 0, b.node("Unsqueeze", [b.input(op, 0), b.i64([b.scalar(op, 1)])]))
-
-
-@op(O.TRANSPOSE, DATA)
-def _transpose(b, op):
-    b.same_quant(op)
-    x = b.input(op, 0)
-    perm = None if b.omitted(op, 1) else [int(p) for p in b.constant(op, 1).reshape(-1)]
-    if not perm:
-        b.result(op, 0, b.node("Transpose", [x]))  # reversed dimensions, as NNAPI's default
-    else:
-        b.result(op, 0, b.node("Transpose", [x], perm=perm))
-
-
-@op(O.CONCATENATION, DATA)
-def _concat(b, op):
-    n = len(op.inputs) - 1
-    b.same_quant(op, ins=tuple(range(n)))
-    axis = int(b.scalar(op, n))
-    b.result(op, 0, b.node("Concat", [b.input(op, k) for k in range(n)], axis=axis))
-
-
-@op(O.PACK, DATA)
-def _pack(b, op):
-    n = len(op.inputs) - 1
-    b.same_quant(op, ins=tuple(range(1, n + 1)))
-    axis = int(b.scalar(op, 0))
-    parts = [b.node("Unsqueeze", [b.input(op, k), b.i64([axis])]) for k in range(1, n + 1)]
-    b.result(op, 0, b.node("Concat", parts, axis=axis))
-
-
-@op(O.SPLIT, DATA)
-def _split(b, op):
-    b.same_quant(op, outs=tuple(range(len(op.outputs))))
-    axis, n = int(b.scalar(op, 1)), int(b.scalar(op, 2))
-    if n != len(op.outputs):
-        raise Unsupported("num_splits differs from the number of outputs")
-    outs = b.node("Split", [b.input(op, 0)], n_out=n, axis=axis, num_outputs=n)
-    for j, name in enumerate([outs] if n == 1 else outs):
-        b.result(op, j, name)
-
-
-@op(O.GATHER, DATA)
-def _gather(b, op):
-    b.same_quant(op)
-    b.result(op, 0, b.node("Gather", [b.input(op, 0), b.input(op, 2)], axis=int(b.scalar(op, 1))))
-
-
-@op(O.EMBEDDING_LOOKUP, DATA - {BOOL8})
-def _embedding_lookup(b, op):
-    # inputs: lookups (TENSOR_INT32), values; input 0 is the index tensor
-    if b.type_of(op, 1) not in DATA - {BOOL8}:
-        raise Unsupported(f"EMBEDDING_LOOKUP of {b.type_of(op, 1).name}")
-    b.same_quant(op, ins=(1,))
-    b.result(op, 0, b.node("Gather", [b.input(op, 1), b.input(op, 0)], axis=0))
-
-
-@op(O.SLICE, DATA)
-def _slice(b, op):
-    b.same_quant(op)
-    begin = b.constant(op, 1).astype(np.int64).reshape(-1)
-    size = b.constant(op, 2).astype(np.int64).reshape(-1)
-    end = np.where(size < 0, INT64_MAX, begin + size)
-    b.result(op, 0, b.node("Slice", [b.input(op, 0), b.i64(begin), b.i64(end)]))
-
-
-@op(O.STRIDED_SLICE, DATA)
-def _strided_slice(b, op):
-    b.same_quant(op)
-    begin, end, strides = (b.constant(op, k).astype(np.int64).reshape(-1) for k in (1, 2, 3))
-    begin_mask, end_mask, shrink = (int(b.scalar(op, k)) for k in (4, 5, 6))
-    starts, ends = [], []
-    for i, s in enumerate(strides):
-        if s == 0:
-            raise Unsupported("stride 0")
-        starts.append((0 if s > 0 else INT64_MAX) if begin_mask >> i & 1 else begin[i])
-        ends.append((INT64_MAX if s > 0 else INT64_MIN) if end_mask >> i & 1 else end[i])
-    y = b.node("Slice", [b.input(op, 0), b.i64(starts), b.i64(ends),
-                         b.i64(list(range(len(strides)))), b.i64(strides)])
-    axes = [i for i in range(len(strides)) if shrink >> i & 1]
-    if any(strides[i] < 0 for i in axes):  # NNAPI: an error at execution; ONNX would slice
-        raise Unsupported("shrink_axis_mask on a dimension with a negative stride")
-    if axes:
-        if len(axes) == len(strides):  # NNAPI: every dimension shrunk gives shape [1]
-            y = b.node("Reshape", [y, b.i64([1])])
-        else:
-            y = b.node("Squeeze", [y, b.i64(axes)])
-    b.result(op, 0, y)
-
-
-def _pads(b, op, k: int) -> str:
-    p = b.constant(op, k).astype(np.int64).reshape(-1, 2)
-    return b.i64(np.concatenate([p[:, 0], p[:, 1]]))
-
-
-@op(O.PAD, DATA - {BOOL8})
-def _pad(b, op):
-    b.same_quant(op)
-    t = b.type_of(op, 0)
-    value = b.operand(op.inputs[0]).zero_point if t in QUANT8 else 0
-    b.result(op, 0, b.node("Pad", [b.input(op, 0), _pads(b, op, 1), b.scalar_like(value, t)]))
-
-
-@op(O.PAD_V2, DATA - {BOOL8})
-def _pad_v2(b, op):
-    b.same_quant(op)
-    t = b.type_of(op, 0)
-    b.result(op, 0, b.node("Pad", [b.input(op, 0), _pads(b, op, 1), b.scalar_like(b.scalar(op, 2), t)]))
-
-
-@op(O.MIRROR_PAD, DATA - {BOOL8})
-def _mirror_pad(b, op):
-    b.same_quant(op)
-    if int(b.scalar(op, 2)) != 0:  # SYMMETRIC (edge repeated) has no ONNX Pad mode
-        raise Unsupported("MIRROR_PAD mode SYMMETRIC")
-    b.result(op, 0, b.node("Pad", [b.input(op, 0), _pads(b, op, 1)], mode="reflect"))
-
-
-@op(O.REVERSE, DATA)
-def _reverse(b, op):
-    b.same_quant(op)
-    axes = [int(a) for a in b.constant(op, 1).reshape(-1)]
-    n = len(axes)
-    b.result(op, 0, b.node("Slice", [b.input(op, 0), b.i64([-1] * n), b.i64([INT64_MIN] * n),
-                                     b.i64(axes), b.i64([-1] * n)]))
-
-
-@op(O.TILE, DATA)
-def _tile(b, op):
-    b.same_quant(op)
-    b.result(op, 0, b.node("Tile", [b.input(op, 0), b.node("Cast", [b.input(op, 1)], to=7)]))
-
-
-@op(O.FILL, {I32})
-def _fill(b, op):
-    t = b.operand(op.outputs[0]).type
-    if t not in NUMERIC:
-        raise Unsupported(f"FILL of {t.name}")
-    value = b.scalar_like(b.scalar(op, 1), t)
-    b.result(op, 0, b.node("Expand", [value, b.node("Cast", [b.input(op, 0)], to=7)]))
-
-
-@op(O.RANK, DATA)
-def _rank(b, op):
-    r = b.node("Size", [b.node("Shape", [b.input(op, 0)])])
-    b.result(op, 0, b.node("Cast", [r], to=6))
-
-
-def _axes(b, op, k: int, rank: int) -> list[int]:
-    axes = sorted({int(a) % rank for a in b.constant(op, k).reshape(-1)})
-    return axes
-
-
-def _reduce(onnx_op: str, keep_k: int = 2, bool_via=None):
-    def emit(b, op):
-        rank = b.rank(op)
-        axes = _axes(b, op, 1, rank)
-        keep = int(bool(b.scalar(op, keep_k)))
-        x = b.input(op, 0)
-        if bool_via:  # REDUCE_ALL / ANY: min / max over 0/1 integers
-            x = b.node("Cast", [x], to=6)
-        y = b.node(onnx_op, [x, b.i64(axes)], keepdims=keep)
-        if bool_via:
-            y = b.node("Cast", [y], to=9)
-        if not keep and len(axes) == rank:  # NNAPI: all dimensions reduced gives shape [1]
-            y = b.node("Reshape", [y, b.i64([1])])
-        b.result(op, 0, y)
-    return emit
-
-
-op(O.MEAN, FLOATS)(_reduce("ReduceMean"))
-for _t, _onnx in [(O.REDUCE_SUM, "ReduceSum"), (O.REDUCE_PROD, "ReduceProd"),
-                  (O.REDUCE_MAX, "ReduceMax"), (O.REDUCE_MIN, "ReduceMin")]:
-    op(_t, FLOATS)(_reduce(_onnx))
-op(O.REDUCE_ALL, {BOOL8})(_reduce("ReduceMin", bool_via=True))
-op(O.REDUCE_ANY, {BOOL8})(_reduce("ReduceMax", bool_via=True))
-
-
-def _arg(onnx_op):
-    def emit(b, op):
-        y = b.node(onnx_op, [b.input(op, 0)], axis=int(b.scalar(op, 1)), keepdims=0)
-        if b.rank(op) == 1:  # NNAPI: a rank-1 input gives shape [1]
-            y = b.node("Reshape", [y, b.i64([1])])
-        b.result(op, 0, b.node("Cast", [y], to=6))
-    return emit
-
-
-op(O.ARGMAX, NUMERIC)(_arg("ArgMax"))
-op(O.ARGMIN, NUMERIC)(_arg("ArgMin"))
-
-
-@op(O.TOPK_V2, NUMERIC)
-def _topk(b, op):
-    values, indices = b.node("TopK", [b.input(op, 0), b.i64([b.scalar(op, 1)])], n_out=2,
-                             axis=-1, largest=1, sorted=1)
-    b.result(op, 0, values)
-    b.result(op, 1, b.node("Cast", [indices], to=6))
-
-
-@op(O.BATCH_MATMUL, NUMERIC)
-def _batch_matmul(b, op):
-    rank = b.rank(op)
-    perm = list(range(rank - 2)) + [rank - 1, rank - 2]
-    x, y = b.input(op, 0), b.input(op, 1)
-    if b.scalar(op, 2, False):
-        x = b.node("Transpose", [x], perm=perm)
-    if b.scalar(op, 3, False):
-        y = b.node("Transpose", [y], perm=perm)
-    b.result(op, 0, b.node("MatMul", [x, y]))
-
-
-def _space_depth(onnx_op):
-    def emit(b, op):
-        b.same_quant(op)
-        block = int(b.scalar(op, 1))
-        nchw = bool(b.scalar(op, 2, False))
-        x = b.input(op, 0)
-        if nchw:
-            b.result(op, 0, b.node(onnx_op, [x], blocksize=block, **({"mode": "DCR"} if onnx_op == "DepthToSpace" else {})))
-            return
-        y = b.node(onnx_op, [b.to_nchw(x)], blocksize=block, **({"mode": "DCR"} if onnx_op == "DepthToSpace" else {}))
-        b.result(op, 0, b.to_nhwc(y))
-    return emit
-
-
-op(O.DEPTH_TO_SPACE, DATA - {BOOL8, I32})(_space_depth("DepthToSpace"))
-op(O.SPACE_TO_DEPTH, DATA - {BOOL8, I32})(_space_depth("SpaceToDepth"))
-
-
-from . import translate_nn  # noqa: E402,F401  (registers the rest of TABLE)
+from . import translate_nn, translate_shape  # noqa: E402,F401  (register the rest of TABLE)

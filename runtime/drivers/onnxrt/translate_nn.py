@@ -135,8 +135,6 @@ def _pool(kind: str):
         fw, fh = int(b.scalar(op_, first_fuse - 2)), int(b.scalar(op_, first_fuse - 1))
         attrs = _window(b, op_, explicit, 1, fh, fw, _hw(b, op_, nchw))
         attrs["kernel_shape"] = [fh, fw]
-        if kind != "max" and b.type_of(op_, 0) not in FLOATS:
-            raise Unsupported("quantized average / L2 pooling")
         if kind == "max":
             b.same_quant(op_)
         x = b.input(op_, 0)
@@ -153,9 +151,9 @@ def _pool(kind: str):
     return emit
 
 
-op(O.AVERAGE_POOL_2D, FLOATS)(_pool("avg"))
-op(O.MAX_POOL_2D, FLOATS | QUANT8)(_pool("max"))
-op(O.L2_POOL_2D, FLOATS)(_pool("l2"))
+op(O.AVERAGE_POOL_2D, FLOATS, QUANT8)(_pool("avg"))
+op(O.MAX_POOL_2D, FLOATS | QUANT8, QUANT8)(_pool("max"))
+op(O.L2_POOL_2D, FLOATS, QUANT8)(_pool("l2"))
 
 
 @op(O.FULLY_CONNECTED, FLOATS | QUANT8)
@@ -216,11 +214,11 @@ def _resize(mode: str):
     return emit
 
 
-op(O.RESIZE_BILINEAR, FLOATS)(_resize("linear"))
-op(O.RESIZE_NEAREST_NEIGHBOR, FLOATS | QUANT8)(_resize("nearest"))
+op(O.RESIZE_BILINEAR, FLOATS, QUANT8)(_resize("linear"))
+op(O.RESIZE_NEAREST_NEIGHBOR, FLOATS | QUANT8, QUANT8)(_resize("nearest"))
 
 
-@op(O.L2_NORMALIZATION, FLOATS)
+@op(O.L2_NORMALIZATION, FLOATS, QUANT8)
 def _l2_normalization(b: Builder, op_):
     axis = int(b.scalar(op_, 1, -1))
     t = b.type_of(op_, 0)
@@ -270,7 +268,7 @@ def _instance_norm(b: Builder, op_):
     b.result(op_, 0, y if nchw else b.to_nhwc(y))
 
 
-@op(O.CHANNEL_SHUFFLE, DATA - {I32})
+@op(O.CHANNEL_SHUFFLE, DATA - {I32}, QUANT8)
 def _channel_shuffle(b: Builder, op_):
     b.same_quant(op_)
     dims = b.static_dims(op_, 0)
@@ -282,7 +280,7 @@ def _channel_shuffle(b: Builder, op_):
     b.result(op_, 0, b.node("Reshape", [y, b.i64(dims)]))
 
 
-@op(O.BATCH_TO_SPACE_ND, DATA - {I32, T.TENSOR_BOOL8})
+@op(O.BATCH_TO_SPACE_ND, DATA - {I32, T.TENSOR_BOOL8}, QUANT8)
 def _batch_to_space(b: Builder, op_):
     b.same_quant(op_)
     bh, bw = (int(v) for v in b.constant(op_, 1).reshape(-1))
@@ -297,7 +295,7 @@ def _batch_to_space(b: Builder, op_):
     b.result(op_, 0, b.to_nchw(y) if nchw else y)
 
 
-@op(O.SPACE_TO_BATCH_ND, DATA - {I32, T.TENSOR_BOOL8})
+@op(O.SPACE_TO_BATCH_ND, DATA - {I32, T.TENSOR_BOOL8}, QUANT8)
 def _space_to_batch(b: Builder, op_):
     b.same_quant(op_)
     t = b.type_of(op_, 0)
@@ -343,4 +341,56 @@ def _dequantize(b: Builder, op_):
     b.result(op_, 0, b.node("Cast", [y], to=10) if out.type == F16 else y)
 
 
-__all__ = ["BOOL", "I32", "QA8", "QA8S"]
+
+
+def _tc_implicit_pads(code: int, out: int, stride: int, k: int) -> tuple[int, int]:
+    if code == 2:
+        return 0, 0
+    if code != 1:
+        raise Unsupported(f"padding code {code}")
+    tmp = (-(-out // stride) - 1) * stride + k
+    head = max(tmp - out, 0) // 2
+    return head, tmp - out - head
+
+
+@op(O.TRANSPOSE_CONV_2D, FLOATS, QUANT8)
+def _transpose_conv(b: Builder, op_):
+    explicit = len(op_.inputs) == 11
+    fuse_k = 9 if explicit else 7
+    nchw = _is_nchw(b, op_, fuse_k + 1)
+    cout, kh, kw, _ = b.static_dims(op_, 1)
+    if explicit:
+        left, right, top, bottom, sw, sh = (int(b.scalar(op_, 3 + i)) for i in range(6))
+    else:
+        shape = [int(v) for v in b.constant(op_, 3).reshape(-1)]
+        oh, ow = (shape[2], shape[3]) if nchw else (shape[1], shape[2])
+        code, sw, sh = (int(b.scalar(op_, 4 + i)) for i in range(3))
+        top, bottom = _tc_implicit_pads(code, oh, sh, kh)
+        left, right = _tc_implicit_pads(code, ow, sw, kw)
+    if min(left, right, top, bottom) < 0:
+        raise Unsupported("a negative padding (ONNX ConvTranspose pads are >= 0)")
+    x = b.input(op_, 0)
+    if not nchw:
+        x = b.to_nchw(x)
+    wt = b.operand(op_.inputs[1])
+    w = b.raw_input(op_, 1)
+    bias = None if b.omitted(op_, 2) else b.raw_input(op_, 2)
+    if b.qdq:  # filter and int32 bias dequantized (bias scale: input scale * filter scale)
+        s_in = b.operand(op_.inputs[0]).scale
+        if wt.type == PER_CHANNEL:
+            scales = np.asarray(wt.extra_params.scales, np.float32)
+            w = b.node("DequantizeLinear", [w, b.const(scales), b.const(np.zeros(len(scales), np.int8))], axis=0)
+        elif wt.type in QUANT8:
+            scales = np.full(cout, wt.scale, np.float32)
+            w = b.node("DequantizeLinear", [w, b.scalar_like(wt.scale, F32), b.scalar_like(wt.zero_point, wt.type)])
+        else:
+            raise Unsupported(f"filter type {wt.type.name}")
+        if bias is not None:
+            bias = b.node("Mul", [b.node("Cast", [bias], to=1), b.const((scales * np.float32(s_in)).astype(np.float32))])
+    elif wt.type != b.type_of(op_, 0):
+        raise Unsupported(f"filter type {wt.type.name}")
+    w = b.node("Transpose", [w], perm=[3, 0, 1, 2])  # [out, kh, kw, in] -> [in, out, kh, kw]
+    y = b.node("ConvTranspose", [x, w] + ([] if bias is None else [bias]), kernel_shape=[kh, kw],
+               strides=[sh, sw], pads=[top, left, bottom, right])
+    y = b.fuse(y, int(b.scalar(op_, fuse_k)), b.operand(op_.outputs[0]))
+    b.result(op_, 0, y if nchw else b.to_nhwc(y))
