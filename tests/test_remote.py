@@ -208,10 +208,12 @@ def test_cts_reports_each_crash_and_runs_everything_else(tmp_path):
 
 def test_cts_reports_each_hang_and_runs_everything_else(tmp_path):
     proc, records, summary, _ = _cli(tmp_path, "--driver", "tests.remote_drivers:hang_on_tanh", "--driver-process",
-                                     "--driver-timeout", "2", "--mode", "sync", "-m", "TANH or RELU", "-k", "V1_0")
+                                     "--driver-timeout", "2", "--mode", "sync,async", "-m", "TANH or RELU",
+                                     "-k", "V1_0")
     tanh = [r for r in records if "TANH" in r["operations"]]
     other = [r for r in records if "TANH" not in r["operations"]]
     assert tanh and len(other) >= 2, proc.stdout[-2000:]
+    assert {r["mode"] for r in tanh} == {"sync", "async"}
     assert all(r["outcome"] == "failed" and r.get("driver_incident") == "hang" for r in tanh), tanh[:2]
     assert all(r["outcome"] == "passed" for r in other)
     assert summary["totals"]["driver:hang"] == len(tanh)

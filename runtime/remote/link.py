@@ -88,31 +88,56 @@ class Link:
         host died or hung (after recording the incident), or when ``generation`` (of the
         object the call is on) is not the current host's."""
         grpc = _grpc()
+        stub, current = self._begin(method, generation, what)
+        try:
+            return getattr(stub, method)(message, timeout=self.call_timeout_s)
+        except grpc.RpcError as e:
+            raise self._failure(e, current, what or method) from None
+
+    def call_later(self, method: str, message, generation: int | None, what: str, done) -> None:
+        """Start ``method(message)`` and return; ``done(reply, None)`` or ``done(None,
+        HalError)`` runs when it ends (on a gRPC thread). Raises HalError as :meth:`call`
+        when the call cannot start."""
+        grpc = _grpc()
+        stub, current = self._begin(method, generation, what)
+        future = getattr(stub, method).future(message, timeout=self.call_timeout_s)
+
+        def finished(f):
+            try:
+                reply = f.result()
+            except grpc.RpcError as e:
+                done(None, self._failure(e, current, what))
+                return
+            done(reply, None)
+        future.add_done_callback(finished)
+
+    def _begin(self, method: str, generation: int | None, what: str | None):
         self.ensure()
         stub, current = self.stub, self.generation
         if generation is not None and generation != current:
             raise HalError(ErrorStatus.DEAD_OBJECT, f"{what or method}: the object belongs to a driver process "
                            f"that died; prepare the model again")
         self._flush_releases(stub, current)
-        try:
-            return getattr(stub, method)(message, timeout=self.call_timeout_s)
-        except grpc.RpcError as e:
-            code = e.code() if hasattr(e, "code") else None
-            if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                incident = Incident("hang", what or method, f"no answer within {self.call_timeout_s:g} s; "
-                                    f"the driver process was killed", self.driver)
-                self._drop(current, kill=True)
-            elif code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN,
-                          grpc.StatusCode.INTERNAL):
-                incident = self._lost(what or method, e)
-                self._drop(current)
-            else:
-                raise HalError(ErrorStatus.GENERAL_FAILURE,
-                               f"{what or method}: transport error {code}: {e.details()}") from None
-            INCIDENTS.append(incident)
-            verb = "hung" if incident.kind == "hang" else "died"
-            raise HalError(ErrorStatus.DEAD_OBJECT,
-                           f"driver process {verb} during {incident.call}: {incident.detail}") from None
+        return stub, current
+
+    def _failure(self, error, generation: int, what: str) -> HalError:
+        """The HalError of a call that failed at the transport: DEAD_OBJECT after recording
+        the incident when the host died or hung (killing a hung host), else GENERAL_FAILURE."""
+        grpc = _grpc()
+        code = error.code() if hasattr(error, "code") else None
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            incident = Incident("hang", what, f"no answer within {self.call_timeout_s:g} s; "
+                                f"the driver process was killed", self.driver)
+            self._drop(generation, kill=True)
+        elif code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN,
+                      grpc.StatusCode.INTERNAL):
+            incident = self._lost(what, error)
+            self._drop(generation)
+        else:
+            return HalError(ErrorStatus.GENERAL_FAILURE, f"{what}: transport error {code}: {error.details()}")
+        INCIDENTS.append(incident)
+        verb = "hung" if incident.kind == "hang" else "died"
+        return HalError(ErrorStatus.DEAD_OBJECT, f"driver process {verb} during {incident.call}: {incident.detail}")
 
     def _drop(self, generation: int, kill: bool = False) -> None:
         with self._lock:

@@ -186,14 +186,26 @@ class RemotePreparedModel(_HostObject, IPreparedModel):
                              "IPreparedModel.execute_synchronously")
 
     def execute_asynchronously(self, request, measure, deadline_ns, loop_timeout_duration_ns, callback) -> None:
-        def run():
-            try:
-                shapes, timing = self._execute(pb.ASYNC, request, measure, deadline_ns, loop_timeout_duration_ns,
-                                               "IPreparedModel.execute_asynchronously")
-                callback.notify(ErrorStatus.NONE, shapes, timing)
-            except HalError as e:
-                callback.notify(e.status, e.output_shapes or [], None, e.message)
-        threading.Thread(target=run, name="nncts-remote-async", daemon=True).start()
+        """Start the driver's own asynchronous execution; ``callback`` is notified when the
+        host answers (the host answers when the driver's callback fired)."""
+        what = "IPreparedModel.execute_asynchronously"
+
+        def done(reply, error):
+            if error is None:
+                try:
+                    shapes, timing = self._finish(request, reply)
+                    callback.notify(ErrorStatus.NONE, shapes, timing)
+                    return
+                except HalError as e:
+                    error = e
+            callback.notify(error.status, error.output_shapes or [], None, error.message)
+        try:
+            message = _encode(what, lambda: pb.ExecuteRequest(
+                path=pb.ASYNC, prepared_model=self.key, request=self.device.request(request), measure=int(measure),
+                deadline_ns=_relative(deadline_ns), loop_timeout_duration_ns=_opt(loop_timeout_duration_ns)))
+            self.link.call_later("Execute", message, self.generation, what, done)
+        except HalError as e:
+            done(None, e)
 
     def execute_fenced(self, request, wait_for, measure, deadline_ns, loop_timeout_duration_ns, duration_ns):
         return self._fenced(request, wait_for, measure, deadline_ns, loop_timeout_duration_ns, duration_ns)
