@@ -167,6 +167,9 @@ class Builder:
     def omitted(self, op, k: int) -> bool:
         return k >= len(op.inputs) or self.operand(op.inputs[k]).lifetime == L.NO_VALUE
 
+    def is_constant(self, op, k: int) -> bool:
+        return self.operand(op.inputs[k]).lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE)
+
     def constant(self, op, k: int) -> np.ndarray:
         """The value of constant input ``k`` (Unsupported when it is not a constant)."""
         o = self.operand(op.inputs[k])

@@ -26,7 +26,9 @@ def _reshape(b, op):
 def _squeeze(b, op):
     b.same_quant(op)
     x = b.input(op, 0)
-    if b.omitted(op, 1) or b.constant(op, 1).size == 0:
+    if not b.omitted(op, 1) and not b.is_constant(op, 1):
+        b.result(op, 0, b.node("Squeeze", [x, b.node("Cast", [b.input(op, 1)], to=7)]))
+    elif b.omitted(op, 1) or b.constant(op, 1).size == 0:
         b.result(op, 0, b.node("Squeeze", [x]))
     else:
         b.result(op, 0, b.node("Squeeze", [x, b.i64(b.constant(op, 1))]))
@@ -126,7 +128,12 @@ def _strided_slice(b, op):
 
 
 def _pads(b, op, k: int) -> str:
-    p = b.constant(op, k).astype(np.int64).reshape(-1, 2)
+    """NNAPI paddings [rank, 2] (before, after) -> ONNX pads [befores..., afters...]."""
+    try:
+        p = b.constant(op, k).astype(np.int64).reshape(-1, 2)
+    except Unsupported:  # a model input: reordered in the graph
+        p64 = b.node("Cast", [b.input(op, k)], to=7)
+        return b.node("Reshape", [b.node("Transpose", [p64], perm=[1, 0]), b.i64([-1])])
     return b.i64(np.concatenate([p[:, 0], p[:, 1]]))
 
 
