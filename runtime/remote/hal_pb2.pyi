@@ -255,14 +255,18 @@ class SupportedOperations(_message.Message):
     def __init__(self, status: _Optional[_Union[Status, _Mapping]] = ..., supported: _Optional[_Iterable[bool]] = ...) -> None: ...
 
 class CacheFile(_message.Message):
-    __slots__ = ("data", "invalid", "path")
+    __slots__ = ("data", "invalid", "path", "read_only", "write_only")
     DATA_FIELD_NUMBER: _ClassVar[int]
     INVALID_FIELD_NUMBER: _ClassVar[int]
     PATH_FIELD_NUMBER: _ClassVar[int]
+    READ_ONLY_FIELD_NUMBER: _ClassVar[int]
+    WRITE_ONLY_FIELD_NUMBER: _ClassVar[int]
     data: bytes
     invalid: bool
     path: str
-    def __init__(self, data: _Optional[bytes] = ..., invalid: _Optional[bool] = ..., path: _Optional[str] = ...) -> None: ...
+    read_only: bool
+    write_only: bool
+    def __init__(self, data: _Optional[bytes] = ..., invalid: _Optional[bool] = ..., path: _Optional[str] = ..., read_only: _Optional[bool] = ..., write_only: _Optional[bool] = ...) -> None: ...
 
 class PrepareModelRequest(_message.Message):
     __slots__ = ("model", "preference", "priority", "deadline_ns", "model_cache", "data_cache", "token", "has_token", "has_cache")

@@ -50,6 +50,15 @@ class _NotAFence:
     """What the driver gets for a dependency the client said is not a fence."""
 
 
+def _open_as(path: str, read_only: bool, write_only: bool):
+    """``path`` opened for reading, writing or both, never truncated."""
+    if read_only:
+        return open(path, "rb")
+    if write_only:
+        return os.fdopen(os.open(path, os.O_WRONLY), "wb")
+    return open(path, "r+b")
+
+
 class _CacheFiles:
     """Temporary files holding the cache contents of a request, handed to the driver, read
     back after the call."""
@@ -61,22 +70,26 @@ class _CacheFiles:
             self.paths.append(e.path)
             if e.invalid:
                 self.files.append(object())
-            elif e.path:
-                try:
-                    self.files.append(open(e.path, "r+b"))
-                except OSError as err:
-                    raise HalError(ErrorStatus.GENERAL_FAILURE, f"cannot open cache file {e.path}: {err}") from None
-            else:
-                f = tempfile.TemporaryFile(dir=SCRATCH)
-                f.write(e.data)
-                f.seek(0)
-                self.files.append(f)
+                continue
+            path = e.path
+            if not path:  # inline content: a temporary file holding it, opened as the client's was
+                f = tempfile.NamedTemporaryFile(dir=SCRATCH, delete=False)
+                with f:
+                    f.write(e.data)
+                path = f.name
+            try:
+                self.files.append(_open_as(path, e.read_only, e.write_only))
+            except OSError as err:
+                raise HalError(ErrorStatus.GENERAL_FAILURE, f"cannot open cache file {path}: {err}") from None
+            finally:
+                if not e.path:
+                    os.unlink(path)
 
     def contents(self) -> list[pb.CacheFile]:
         """What each file holds now (nothing for the client's own files, written in place)."""
         out = []
         for f, path in zip(self.files, self.paths):
-            if path or not hasattr(f, "read"):
+            if path or not hasattr(f, "read") or not f.readable():
                 out.append(pb.CacheFile(path=path, invalid=not path))
                 continue
             f.flush()

@@ -259,12 +259,18 @@ def _cache_to_wire(files, share: bool) -> list[pb.CacheFile]:
     out = []
     for f in files or []:
         try:
+            read_only, write_only = not f.writable(), not f.readable()
             if share:
-                f.flush()
-                out.append(pb.CacheFile(path=f"/proc/{os.getpid()}/fd/{f.fileno()}"))
+                if not read_only:
+                    f.flush()
+                out.append(pb.CacheFile(path=f"/proc/{os.getpid()}/fd/{f.fileno()}", read_only=read_only,
+                                        write_only=write_only))
                 continue
-            f.seek(0)
-            out.append(pb.CacheFile(data=f.read()))
+            data = b""
+            if not write_only:
+                f.seek(0)
+                data = f.read()
+            out.append(pb.CacheFile(data=data, read_only=read_only, write_only=write_only))
         except (AttributeError, OSError, ValueError):
             out.append(pb.CacheFile(invalid=True))
     return out
@@ -273,7 +279,7 @@ def _cache_to_wire(files, share: bool) -> list[pb.CacheFile]:
 def _cache_back(files, contents) -> None:
     """Write back what the host's copies of inline cache files hold after the call."""
     for f, c in zip(files or [], contents):
-        if c.invalid or c.path or not hasattr(f, "write"):
+        if c.invalid or c.path or not hasattr(f, "writable") or not f.writable():
             continue
         f.seek(0)
         f.truncate()
