@@ -28,9 +28,11 @@ F32 = T.TENSOR_FLOAT32
 FIB10 = [1, 1, 2, 3, 5, 8, 13, 21, 34, 55]
 
 
-@pytest.fixture(scope="module")
-def fib_devices():
-    return get_devices(["sample-fibonacci"])
+@pytest.fixture(scope="module", params=["sample-fibonacci", "process:sample-fibonacci"])
+def fib_devices(request):
+    """The Fibonacci extension driver in process and out of process (its extension info,
+    prefix table and extension operand types then cross the gRPC HAL)."""
+    return get_devices([request.param])
 
 
 class OtherExtensionDevice(SampleDevice):
