@@ -276,13 +276,15 @@ def test_output_one_byte_short_is_insufficient_size(device):
     assert e.value.output_shapes[0].is_sufficient is False
 
 
-def test_cts_certification_against_findings(tmp_path):
-    """The CTS (base mode, subset ``CTS_SUBSET``) through the CLI: passes above the
-    measured floor, every failure recorded in findings.json (a new one is a regression and
-    is named here), no not-implemented skip counted as a pass."""
+@pytest.mark.parametrize("placement", [[], ["--driver-process"]], ids=["in_process", "out_of_process"])
+def test_cts_certification_against_findings(tmp_path, placement):
+    """The CTS (base mode, subset ``CTS_SUBSET``) through the CLI, with the driver in process
+    and in its own process (gRPC HAL): passes above the measured floor, every failure
+    recorded in findings.json (a new one is a regression and is named here), no
+    not-implemented skip counted as a pass, no driver-process crash or hang."""
     findings = json.loads(FINDINGS.read_text())
     report = tmp_path / "report"
-    proc = subprocess.run([sys.executable, "-m", "nncts.cli", "cts", "--driver", "onnxruntime",
+    proc = subprocess.run([sys.executable, "-m", "nncts.cli", "cts", "--driver", "onnxruntime", *placement,
                            "--mode", "sync", "--report-dir", str(report), "-k", CTS_SUBSET],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     out = proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -298,4 +300,5 @@ def test_cts_certification_against_findings(tmp_path):
     assert kinds <= {"unsupported_by_driver", "feature_level", "not_implemented"}, kinds
     totals = json.loads((report / "summary.json").read_text())["totals"]
     assert totals["passed"] == len(passed)
+    assert not [r for r in records if r.get("driver_incident")]
     assert proc.returncode == (1 if any(r["outcome"] == "failed" for r in records) else 0), out
