@@ -18,6 +18,14 @@ ASYNC: ExecutionPath
 BURST: ExecutionPath
 REUSABLE: ExecutionPath
 
+class Frame(_message.Message):
+    __slots__ = ("method", "body")
+    METHOD_FIELD_NUMBER: _ClassVar[int]
+    BODY_FIELD_NUMBER: _ClassVar[int]
+    method: str
+    body: bytes
+    def __init__(self, method: _Optional[str] = ..., body: _Optional[bytes] = ...) -> None: ...
+
 class Empty(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

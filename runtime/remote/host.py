@@ -1,11 +1,13 @@
 """The driver host: serves one Python :class:`~runtime.hal.interfaces.IDevice` over the gRPC HAL
 of ``hal.proto``, so the driver runs in its own process.
 
-``python -m runtime.remote.host --driver NAME --listen ADDRESS [--parent-pid PID]`` loads the
-driver (a bundled name, an entry point in group ``nncts.drivers`` or ``module:factory``) and
-serves it on ``ADDRESS`` (gRPC syntax: ``unix:/path/to.sock`` or ``host:port``) until killed,
-or until process ``PID`` (the runtime that started it) is gone. A driver that cannot be loaded
-is one line on stderr and exit code 2.
+``python -m runtime.remote.host --driver NAME [--listen ADDRESS] [--listen-local PATH]
+[--parent-pid PID]`` loads the driver (a bundled name, an entry point in group
+``nncts.drivers`` or ``module:factory``) and serves it over gRPC on ``ADDRESS``
+(``unix:/path/to.sock`` or ``host:port``) and/or over the local transport
+(:mod:`runtime.remote.frames`) on the Unix socket ``PATH``, until killed or until process
+``PID`` (the runtime that started it) is gone. A driver that cannot be loaded is one line on
+stderr and exit code 2.
 
 Every reply carries the driver's HalError as its status (anything else a driver raises becomes
 GENERAL_FAILURE naming the exception); a driver that kills the process or never returns is the
@@ -338,11 +340,11 @@ def _refresh(request, wire_request: pb.Request) -> None:
                 buf[:] = m.data
 
 
-def serve(device, address: str, max_workers: int = 32):
-    """Start a gRPC server for ``device`` on ``address``; returns (server, bound port)."""
+def serve(servicer: DeviceServicer, address: str, max_workers: int = 32):
+    """Start a gRPC server for ``servicer`` on ``address``; returns (server, bound port)."""
     import grpc
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers), options=CHANNEL_OPTIONS)
-    hal_pb2_grpc.add_DeviceServicer_to_server(DeviceServicer(device), server)
+    hal_pb2_grpc.add_DeviceServicer_to_server(servicer, server)
     port = server.add_insecure_port(address)
     if not port and not address.startswith("unix:"):
         raise OSError(f"cannot listen on {address}")
@@ -362,24 +364,38 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m runtime.remote.host",
                                      description="serve an nncts driver over the gRPC HAL (runtime/remote/hal.proto)")
     parser.add_argument("--driver", required=True, help="bundled name, entry point in nncts.drivers, or module:factory")
-    parser.add_argument("--listen", required=True, help="gRPC address: unix:/path.sock or host:port")
+    parser.add_argument("--listen", default=None, help="gRPC address: unix:/path.sock or host:port")
+    parser.add_argument("--listen-local", default=None, metavar="PATH",
+                        help="Unix socket for the local transport (length-delimited protobuf frames)")
     parser.add_argument("--parent-pid", type=int, default=None, help="exit when this process is gone")
     args = parser.parse_args(argv)
+    if not (args.listen or args.listen_local):
+        parser.error("give --listen and/or --listen-local")
     from ..drivers import DriverNotFound, load_driver
     try:
         device = load_driver(args.driver)
     except (DriverNotFound, TypeError) as e:
         print(f"nncts driver host: {e}", file=sys.stderr)
         return 2
+    servicer = DeviceServicer(device)
+    server = local = None
     try:
-        server, port = serve(device, args.listen)
+        if args.listen:
+            server, port = serve(servicer, args.listen)
+        if args.listen_local:
+            from .frames import FrameServer
+            local = FrameServer(servicer, args.listen_local)
     except (OSError, RuntimeError) as e:
-        print(f"nncts driver host: cannot listen on {args.listen}: {e}", file=sys.stderr)
+        print(f"nncts driver host: cannot listen on {args.listen or args.listen_local}: {e}", file=sys.stderr)
         return 2
     if args.parent_pid:
         threading.Thread(target=_watch_parent, args=(args.parent_pid,), daemon=True).start()
-    print(f"nncts driver host: serving {device.get_name()} on {args.listen}"
-          + (f" (port {port})" if not args.listen.startswith("unix:") else ""), flush=True)
+    where = [f"{args.listen}" + (f" (port {port})" if not args.listen.startswith("unix:") else "")] \
+        if args.listen else []
+    where += [f"{args.listen_local} (local transport)"] if args.listen_local else []
+    print(f"nncts driver host: serving {device.get_name()} on {' and '.join(where)}", flush=True)
+    if local is not None:
+        local.serve_forever()
     server.wait_for_termination()
     return 0
 

@@ -4,8 +4,9 @@ A :class:`Link` makes every call of the proxies (:mod:`runtime.remote.proxy`): i
 call a deadline (``call_timeout_s``), turns the host's death into HalError(DEAD_OBJECT) and
 records an *incident* (:data:`INCIDENTS`: kind ``crash`` or ``hang``, the call, what happened),
 then brings a new host up for the next call. :class:`ProcessLink` starts the host itself
-(``--driver-process``) and restarts it; :class:`EndpointLink` connects to a host someone else
-started (``--driver-endpoint``) and reconnects. Objects of a host that died (prepared models,
+(``--driver-process``, over the local transport of :mod:`runtime.remote.frames`) and restarts
+it; :class:`EndpointLink` connects over gRPC to a host someone else started
+(``--driver-endpoint``) and reconnects. Objects of a host that died (prepared models,
 bursts, buffers) belong to its *generation*: using them afterwards is DEAD_OBJECT too.
 """
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 
 from ..errors import HalError
 from ..types import ErrorStatus
+from .frames import FrameChannel, TransportError, connectable
 from .host import CHANNEL_OPTIONS
 
 
@@ -52,25 +54,93 @@ def _grpc():
     return grpc
 
 
+class GrpcChannel:
+    """Calls over gRPC (the ``Device`` service) to ``address``; errors as TransportError."""
+
+    def __init__(self, address: str):
+        grpc = _grpc()
+        from .hal_pb2_grpc import DeviceStub
+        self.channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+        self.stub = DeviceStub(self.channel)
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        grpc = _grpc()
+        try:
+            grpc.channel_ready_future(self.channel).result(timeout=timeout_s)
+            return True
+        except grpc.FutureTimeoutError:
+            return False
+
+    @staticmethod
+    def _error(e) -> TransportError:
+        grpc = _grpc()
+        code = e.code() if hasattr(e, "code") else None
+        details = e.details() if hasattr(e, "details") else str(e)
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            return TransportError("timeout", "no answer in time")
+        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN,
+                    grpc.StatusCode.INTERNAL):
+            return TransportError("lost", f"the connection broke ({details})")
+        return TransportError("other", f"transport error {code}: {details}")
+
+    def call(self, method: str, message, timeout: float | None):
+        grpc = _grpc()
+        try:
+            return getattr(self.stub, method)(message, timeout=timeout)
+        except grpc.RpcError as e:
+            raise self._error(e) from None
+
+    def call_later(self, method: str, message, timeout: float | None, done) -> None:
+        grpc = _grpc()
+        future = getattr(self.stub, method).future(message, timeout=timeout)
+
+        def finished(f):
+            try:
+                reply = f.result()
+            except grpc.RpcError as e:
+                done(None, self._error(e))
+                return
+            done(reply, None)
+        future.add_done_callback(finished)
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+class LocalChannel(FrameChannel):
+    """Calls over the local transport (:class:`~runtime.remote.frames.FrameChannel`), with
+    :meth:`call_later` on a short-lived thread."""
+
+    def call_later(self, method: str, message, timeout: float | None, done) -> None:
+        def run():
+            try:
+                reply = self.call(method, message, timeout)
+            except TransportError as e:
+                done(None, e)
+                return
+            done(reply, None)
+        threading.Thread(target=run, name="nncts-remote-call", daemon=True).start()
+
+
 class Link:
-    """Calls to one driver host over gRPC (see the module docstring). ``call_timeout_s``
-    bounds every call (None: no bound)."""
+    """Calls to one driver host (see the module docstring). ``call_timeout_s`` bounds every
+    call (None: no bound)."""
 
     def __init__(self, driver: str, call_timeout_s: float | None):
         self.driver = driver
         self.call_timeout_s = call_timeout_s
         self.generation = 0
-        self.stub = None
+        self.channel = None
         self._lock = threading.RLock()
         self._released: list[tuple[int, int]] = []
 
     # -- to be provided ------------------------------------------------------------------
-    def _connect(self) -> None:
-        """Bring a host up (or reconnect) and set :attr:`stub`; raises HalError."""
+    def _connect(self):
+        """Bring a host up (or reconnect); returns the channel. Raises HalError."""
         raise NotImplementedError
 
-    def _lost(self, call: str, error) -> Incident:
-        """The incident for a call that failed at the transport (the host died/vanished)."""
+    def _lost(self, call: str, detail: str) -> Incident:
+        """The incident for a call whose connection broke (the host died or vanished)."""
         raise NotImplementedError
 
     def _kill(self) -> None:
@@ -79,79 +149,69 @@ class Link:
     # -- calls ---------------------------------------------------------------------------
     def ensure(self) -> None:
         with self._lock:
-            if self.stub is None:
-                self._connect()
+            if self.channel is None:
+                self.channel = self._connect()
                 self.generation += 1
 
     def call(self, method: str, message, generation: int | None = None, what: str | None = None):
         """``method(message)`` on the host; the reply. Raises HalError(DEAD_OBJECT) when the
         host died or hung (after recording the incident), or when ``generation`` (of the
         object the call is on) is not the current host's."""
-        grpc = _grpc()
-        stub, current = self._begin(method, generation, what)
+        channel, current = self._begin(method, generation, what)
         try:
-            return getattr(stub, method)(message, timeout=self.call_timeout_s)
-        except grpc.RpcError as e:
+            return channel.call(method, message, self.call_timeout_s)
+        except TransportError as e:
             raise self._failure(e, current, what or method) from None
 
     def call_later(self, method: str, message, generation: int | None, what: str, done) -> None:
         """Start ``method(message)`` and return; ``done(reply, None)`` or ``done(None,
-        HalError)`` runs when it ends (on a gRPC thread). Raises HalError as :meth:`call`
+        HalError)`` runs when it ends (on another thread). Raises HalError as :meth:`call`
         when the call cannot start."""
-        grpc = _grpc()
-        stub, current = self._begin(method, generation, what)
-        future = getattr(stub, method).future(message, timeout=self.call_timeout_s)
+        channel, current = self._begin(method, generation, what)
 
-        def finished(f):
-            try:
-                reply = f.result()
-            except grpc.RpcError as e:
-                done(None, self._failure(e, current, what))
-                return
-            done(reply, None)
-        future.add_done_callback(finished)
+        def finished(reply, error):
+            done(reply, None if error is None else self._failure(error, current, what))
+        channel.call_later(method, message, self.call_timeout_s, finished)
 
     def _begin(self, method: str, generation: int | None, what: str | None):
         self.ensure()
-        stub, current = self.stub, self.generation
+        channel, current = self.channel, self.generation
         if generation is not None and generation != current:
             raise HalError(ErrorStatus.DEAD_OBJECT, f"{what or method}: the object belongs to a driver process "
                            f"that died; prepare the model again")
-        self._flush_releases(stub, current)
-        return stub, current
+        self._flush_releases(channel, current)
+        return channel, current
 
-    def _failure(self, error, generation: int, what: str) -> HalError:
-        """The HalError of a call that failed at the transport: DEAD_OBJECT after recording
-        the incident when the host died or hung (killing a hung host), else GENERAL_FAILURE."""
-        grpc = _grpc()
-        code = error.code() if hasattr(error, "code") else None
-        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+    def _failure(self, error: TransportError, generation: int, what: str) -> HalError:
+        """The HalError of a call that got no reply: DEAD_OBJECT after recording the
+        incident when the host died or hung (killing a hung host), else GENERAL_FAILURE."""
+        if error.kind == "timeout":
             incident = Incident("hang", what, f"no answer within {self.call_timeout_s:g} s; "
                                 f"the driver process was killed", self.driver)
             self._drop(generation, kill=True)
-        elif code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN,
-                      grpc.StatusCode.INTERNAL):
-            incident = self._lost(what, error)
+        elif error.kind == "lost":
+            incident = self._lost(what, error.detail)
             self._drop(generation)
         else:
-            return HalError(ErrorStatus.GENERAL_FAILURE, f"{what}: transport error {code}: {error.details()}")
+            return HalError(ErrorStatus.GENERAL_FAILURE, f"{what}: {error.detail}")
         INCIDENTS.append(incident)
         verb = "hung" if incident.kind == "hang" else "died"
         return HalError(ErrorStatus.DEAD_OBJECT, f"driver process {verb} during {incident.call}: {incident.detail}")
 
     def _drop(self, generation: int, kill: bool = False) -> None:
         with self._lock:
-            if generation == self.generation and self.stub is not None:
+            if generation == self.generation and self.channel is not None:
                 if kill:
                     self._kill()
-                self.stub = None
+                self.channel.close()
+                self.channel = None
 
     # -- releases ------------------------------------------------------------------------
     def release_later(self, generation: int, key: int) -> None:
-        """Forget host object ``key`` at the next call (objects of a dead host are gone)."""
+        """Forget host object ``key`` at a later call (objects of a dead host are gone)."""
         self._released.append((generation, key))
 
-    def _flush_releases(self, stub, generation: int) -> None:
+    def _flush_releases(self, channel, generation: int) -> None:
         if len(self._released) < 64:
             return
         from .wire import pb
@@ -159,8 +219,8 @@ class Link:
         ids = [k for g, k in batch if g == generation]
         if ids:
             try:
-                stub.Release(pb.ReleaseRequest(ids=ids), timeout=self.call_timeout_s)
-            except Exception:  # noqa: BLE001 - the next real call reports a dead host
+                channel.call("Release", pb.ReleaseRequest(ids=ids), self.call_timeout_s)
+            except TransportError:  # the next real call reports a dead host
                 pass
 
     def close(self) -> None:
@@ -177,49 +237,39 @@ def _signal_name(returncode: int) -> str:
 
 
 class ProcessLink(Link):
-    """A host process this link starts (``python -m runtime.remote.host``) on a Unix socket,
-    restarted after each death. The host's stderr goes to a log file whose last lines are
-    quoted in the incident."""
+    """A host process this link starts (``python -m runtime.remote.host``), served on a Unix
+    socket over the local transport, restarted after each death. The host's stderr goes to a
+    log file whose last lines are quoted in the incident."""
 
     def __init__(self, driver: str, call_timeout_s: float | None = 300.0):
         super().__init__(driver, call_timeout_s)
         self.proc: subprocess.Popen | None = None
-        self.channel = None
         self.starts = 0
         self._dir = tempfile.mkdtemp(prefix="nncts-driver-")
         self.log_path = os.path.join(self._dir, "driver.log")
 
-    def _connect(self) -> None:
-        grpc = _grpc()
-        address = f"unix:{self._dir}/hal-{self.starts}.sock"
+    def _connect(self):
+        path = f"{self._dir}/hal-{self.starts}.sock"
         self.starts += 1
         log = open(self.log_path, "ab")
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "runtime.remote.host", "--driver", self.driver, "--listen", address,
+                [sys.executable, "-m", "runtime.remote.host", "--driver", self.driver, "--listen-local", path,
                  "--parent-pid", str(os.getpid())],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
         finally:
             log.close()
-        self.channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
-        ready = grpc.channel_ready_future(self.channel)
         start = time.monotonic()
-        while True:
-            try:
-                ready.result(timeout=0.05)
-                break
-            except grpc.FutureTimeoutError:
-                pass
+        while not connectable(path):
             if self.proc.poll() is not None:
-                self.channel.close()
                 raise HalError(ErrorStatus.GENERAL_FAILURE, f"driver process for {self.driver!r} "
                                f"{_signal_name(self.proc.returncode)} while starting: {self.log_tail()}")
             if time.monotonic() - start > START_TIMEOUT_S:
                 self._kill()
                 raise HalError(ErrorStatus.GENERAL_FAILURE, f"driver process for {self.driver!r} did not "
                                f"serve within {START_TIMEOUT_S:g} s")
-        from .hal_pb2_grpc import DeviceStub
-        self.stub = DeviceStub(self.channel)
+            time.sleep(0.01)
+        return LocalChannel(path)
 
     def log_tail(self, lines: int = 3) -> str:
         """The last lines the driver process wrote to stderr (one line, for messages)."""
@@ -232,14 +282,13 @@ class ProcessLink(Link):
         tail = [ln.strip() for ln in text.splitlines() if ln.strip()][-lines:]
         return " | ".join(tail)
 
-    def _lost(self, call: str, error) -> Incident:
+    def _lost(self, call: str, detail: str) -> Incident:
         proc = self.proc
         try:
             proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             self._kill()
-            return Incident("crash", call, f"the connection broke ({error.details()}); the process was "
-                            f"killed", self.driver)
+            return Incident("crash", call, f"{detail}; the process was killed", self.driver)
         tail = self.log_tail()
         return Incident("crash", call, f"the process {_signal_name(proc.returncode)}"
                         + (f"; its last words: {tail}" if tail else ""), self.driver)
@@ -251,13 +300,13 @@ class ProcessLink(Link):
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 pass
-        if self.channel is not None:
-            self.channel.close()
 
     def close(self) -> None:
         with self._lock:
             self._kill()
-            self.stub = None
+            if self.channel is not None:
+                self.channel.close()
+                self.channel = None
         shutil.rmtree(self._dir, ignore_errors=True)
 
 
@@ -268,26 +317,20 @@ class EndpointLink(Link):
     def __init__(self, address: str, call_timeout_s: float | None = 300.0):
         super().__init__(address, call_timeout_s)
         self.address = address
-        self.channel = None
 
-    def _connect(self) -> None:
-        grpc = _grpc()
-        self.channel = grpc.insecure_channel(self.address, options=CHANNEL_OPTIONS)
-        try:
-            grpc.channel_ready_future(self.channel).result(timeout=START_TIMEOUT_S)
-        except grpc.FutureTimeoutError:
-            self.channel.close()
+    def _connect(self):
+        channel = GrpcChannel(self.address)
+        if not channel.wait_ready(START_TIMEOUT_S):
+            channel.close()
             raise HalError(ErrorStatus.GENERAL_FAILURE, f"no driver serving at {self.address} "
-                           f"(waited {START_TIMEOUT_S:g} s)") from None
-        from .hal_pb2_grpc import DeviceStub
-        self.stub = DeviceStub(self.channel)
+                           f"(waited {START_TIMEOUT_S:g} s)")
+        return channel
 
-    def _lost(self, call: str, error) -> Incident:
-        return Incident("crash", call, f"the connection to {self.address} broke ({error.details()})", self.driver)
-
-    def _kill(self) -> None:
-        if self.channel is not None:
-            self.channel.close()
+    def _lost(self, call: str, detail: str) -> Incident:
+        return Incident("crash", call, f"{detail} (endpoint {self.address})", self.driver)
 
     def close(self) -> None:
-        self._kill()
+        with self._lock:
+            if self.channel is not None:
+                self.channel.close()
+                self.channel = None
