@@ -87,9 +87,19 @@ def test_shared_pools_are_mapped_not_copied():
     assert wire.pool_to_wire(object(), share=True).WhichOneof("kind") == "invalid"
 
 
-@pytest.fixture(scope="module")
-def remote_sample():
-    device = load_driver("process:sample")
+@pytest.fixture(scope="module", params=["process", "grpc-endpoint"])
+def remote_sample(request, tmp_path_factory):
+    """The sample driver out of process: started by the link (local transport), or started
+    apart and reached over gRPC (--driver-endpoint)."""
+    if request.param == "process":
+        device = load_driver("process:sample")
+    else:
+        address = f"unix:{tmp_path_factory.mktemp('grpc')}/hal.sock"
+        host = subprocess.Popen([sys.executable, "-m", "runtime.remote.host", "--driver", "sample", "--listen",
+                                 address], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        request.addfinalizer(host.kill)
+        assert "serving nncts-sample" in host.stdout.readline()
+        device = load_driver(f"endpoint:{address}")
     assert device.shared, "the host could not map the client's memfd probe"
     return device
 
@@ -236,3 +246,23 @@ def test_fuzzer_records_a_driver_process_death_as_a_crash(tmp_path):
     crashes = [f for f in findings if f.phase.startswith("driver-process:")]
     assert [f.kind for f in crashes] == ["crash"], findings
     assert "SIGABRT" in crashes[0].message and "execute_synchronously" in crashes[0].phase
+
+
+def test_local_transport_survives_garbage_and_rejects_cut_frames():
+    """The host drops a connection that sends a malformed frame and keeps serving; a frame
+    cut short is an error, not a hang."""
+    import io
+    import socket
+    from runtime.remote.frames import read_frame
+    device = load_driver("process:sample")
+    path = device.link.channel.path
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    sock.sendall(b"\x05garbage-that-is-not-a-frame")
+    sock.settimeout(10)
+    assert sock.recv(16) == b""  # dropped
+    sock.close()
+    assert device.get_supported_operations(to_hal_model(first_models(1, "V1_0/relu")[0])) == [True]
+    with pytest.raises(EOFError):
+        read_frame(io.BytesIO(b"\x10abc"))
+    assert read_frame(io.BytesIO(b"")) is None
