@@ -8,10 +8,8 @@ tests/remote_drivers.py."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,7 +22,7 @@ from runtime.drivers import DriverNotFound, load_driver
 from runtime.errors import HalError
 from runtime.hal.memory import FileMemory, SharedMemory
 from runtime.hal.types import (DataLocation, ExtensionNameAndPrefix, MemoryDomainToken, Model, Operand, Operation,
-                               Request, RequestArgument, Subgraph, SymmPerChannelQuantParams)
+                               RequestArgument, Subgraph, SymmPerChannelQuantParams)
 from runtime.nnapi import Device
 from runtime.remote import wire
 from runtime.remote.link import INCIDENTS
