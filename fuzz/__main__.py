@@ -36,7 +36,7 @@ fill) plus generated-mode inputs (one operation per signature of the operation t
 each hostility level), and hands it to libFuzzer as a read-only corpus directory. When no
 corpus directory is given, ``<findings>/corpus`` is the one libFuzzer writes new inputs to.
 
-``--driver-process`` runs the driver in its own process over the gRPC HAL
+``--driver-process`` runs the driver in its own process over the HAL protocol of ``hal.proto``
 (:mod:`runtime.remote`): a death of that process is recorded as a ``crash`` finding and a
 call past ``--driver-timeout`` as a ``timeout`` finding (:func:`fuzz.target.incident_finding`),
 the process is restarted and fuzzing goes on. Coverage then guides by the runtime's side
@@ -71,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--driver", default="sample",
                    help="driver: bundled name, entry point or module:factory (default: sample)")
     p.add_argument("--driver-process", action="store_true",
-                   help="run the driver in its own process (gRPC HAL): its death is a crash finding, a call "
+                   help="run the driver in its own process (runtime/remote/hal.proto): its death is a crash finding, a call "
                         "past --driver-timeout a timeout finding, and the fuzzing goes on")
     p.add_argument("--driver-timeout", type=float, default=10.0, metavar="SECONDS",
                    help="with --driver-process: longest one driver call may take (default 10)")

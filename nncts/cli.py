@@ -294,7 +294,7 @@ def _add_mlts_parser(sub):
     p.add_argument("--driver", default=DEFAULT_DRIVER,
                    help="bundled name, entry point in group nncts.drivers, or module:factory")
     p.add_argument("--driver-process", action="store_true",
-                   help="run the driver in its own process over the gRPC HAL (runtime.remote)")
+                   help="run the driver in its own process over the HAL protocol of runtime/remote/hal.proto")
     p.add_argument("--models", action="append", default=[], metavar="NAMES",
                    help="bundled model names, comma-separated or repeated (default: every bundled model)")
     p.add_argument("--report-dir", default="nncts-report",
@@ -327,7 +327,7 @@ def _add_suite_parser(sub, name: str, help_text: str, timeout_help: str, corpus:
         p.add_argument("--specs", action="store_true",
                        help="our own golden specs: alone, or next to the --corpus directories given")
     p.add_argument("--driver-process", action="store_true",
-                   help="run the driver in its own process over the gRPC HAL: a crash or hang is reported for the "
+                   help="run the driver in its own process (the HAL protocol of runtime/remote/hal.proto): a crash or hang is reported for the "
                         "test in flight, the process restarted and the run goes on")
     p.add_argument("--driver-endpoint", default=None, metavar="ADDRESS",
                    help="use a driver host already serving at this gRPC address (unix:/path.sock or host:port)")

@@ -29,7 +29,7 @@ def pytest_addoption(parser):
                 help="driver under test: bundled name, entry point in group nncts.drivers, or module:factory "
                      "(default: sample)")
     g.addoption("--driver-process", action="store_true",
-                help="run the driver in its own process, served over the gRPC HAL (runtime/remote/hal.proto): "
+                help="run the driver in its own process, served over the HAL protocol of runtime/remote/hal.proto: "
                      "a crash is reported as DEAD_OBJECT for the test in flight, a call past --driver-timeout "
                      "as a hang; the process is restarted and the run goes on")
     g.addoption("--driver-endpoint", default=None, metavar="ADDRESS",

@@ -180,7 +180,7 @@ def test_certified_in_process(pkg, tmp_path):
 
 def test_certified_out_of_process(pkg, tmp_path):
     """The same certification with the driver in its own process (--driver-process: served
-    over the gRPC HAL by runtime.remote.host), as a vendor whose driver is not Python would run
+    over the HAL protocol by runtime.remote.host), as a vendor whose driver is not Python would run
     it: the same passes, no driver crash or hang."""
     records = certify("example", ["--driver-process", "-m", only_ops_expression(pkg.KERNELS)], tmp_path)
     passed = [r for r in records if r["outcome"] == "passed"]

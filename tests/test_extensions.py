@@ -31,7 +31,7 @@ FIB10 = [1, 1, 2, 3, 5, 8, 13, 21, 34, 55]
 @pytest.fixture(scope="module", params=["sample-fibonacci", "process:sample-fibonacci"])
 def fib_devices(request):
     """The Fibonacci extension driver in process and out of process (its extension info,
-    prefix table and extension operand types then cross the gRPC HAL)."""
+    prefix table and extension operand types then cross the HAL protocol)."""
     return get_devices([request.param])
 
 

@@ -279,7 +279,7 @@ def test_output_one_byte_short_is_insufficient_size(device):
 @pytest.mark.parametrize("placement", [[], ["--driver-process"]], ids=["in_process", "out_of_process"])
 def test_cts_certification_against_findings(tmp_path, placement):
     """The CTS (base mode, subset ``CTS_SUBSET``) through the CLI, with the driver in process
-    and in its own process (gRPC HAL): passes above the measured floor, every failure
+    and in its own process (HAL protocol): passes above the measured floor, every failure
     recorded in findings.json (a new one is a regression and is named here), no
     not-implemented skip counted as a pass, no driver-process crash or hang."""
     findings = json.loads(FINDINGS.read_text())
