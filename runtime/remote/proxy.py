@@ -4,8 +4,9 @@ so the front end and every suite use an out-of-process driver like any other.
 
 Device queries are answered from one ``Describe`` at connection. Pools travel as
 :func:`runtime.remote.wire.pool_to_wire` says: shared when the host mapped the probe region
-(same machine), else copied, outputs copied back. Cache files travel as their content. A value
-the wire cannot carry (an integer beyond 64 bits) is HalError(INVALID_ARGUMENT) here.
+(same machine), else copied, outputs copied back. Cache files travel as the client's own open
+files (same machine, with their access mode) or as their content. A value the wire cannot
+carry (an integer beyond 64 bits) is HalError(INVALID_ARGUMENT) here.
 """
 from __future__ import annotations
 
