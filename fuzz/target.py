@@ -300,7 +300,7 @@ class FuzzTarget:
         (``process:NAME``), a death of the driver process during any call is a ``crash``
         finding and a call past the driver timeout a ``timeout`` finding (the process is
         restarted for the next input)."""
-        from runtime.remote.link import INCIDENTS
+        from runtime.remote.incidents import INCIDENTS
         seen = len(INCIDENTS)
         if self.target == "validation":
             findings = check_validation(case, self.hal_device)

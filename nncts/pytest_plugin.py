@@ -162,7 +162,7 @@ def pytest_runtest_makereport(item, call):
     """A suite's test (one with outcome records) during which an out-of-process driver died
     or hung fails, whatever it concluded (an expected failure is no excuse for a crash),
     tagged ``driver_incident``."""
-    from runtime.remote.link import INCIDENTS
+    from runtime.remote.incidents import INCIDENTS
     if call.when == "setup":
         item._nncts_incidents = len(INCIDENTS)
     outcome = yield

@@ -25,7 +25,7 @@ from runtime.hal.types import (DataLocation, ExtensionNameAndPrefix, MemoryDomai
                                RequestArgument, Subgraph, SymmPerChannelQuantParams)
 from runtime.nnapi import Device
 from runtime.remote import wire
-from runtime.remote.link import INCIDENTS
+from runtime.remote.incidents import INCIDENTS
 from runtime.testing.hal_convert import to_hal_model, to_hal_request
 from runtime.testing.test_model import iter_corpus
 from runtime.types import ErrorStatus, OperandLifeTime as L, OperandType as T, OperationType as O

@@ -32,8 +32,14 @@ def remote_device(spec: str):
     """The :class:`~runtime.remote.proxy.RemoteDevice` of ``process:NAME`` or
     ``endpoint:ADDRESS`` (made once per process; the host is stopped at exit). Raises
     HalError when the host cannot start or be reached."""
-    from .link import EndpointLink, ProcessLink
-    from .proxy import RemoteDevice
+    from ..errors import HalError
+    from ..types import ErrorStatus
+    try:
+        from .link import EndpointLink, ProcessLink
+        from .proxy import RemoteDevice
+    except ImportError as e:
+        raise HalError(ErrorStatus.GENERAL_FAILURE, f"out-of-process drivers need the remote extra: "
+                       f"pip install 'nncts[remote]' ({e})") from None
     with _lock:
         device = _devices.get(spec)
         if device is None:

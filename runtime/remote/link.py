@@ -19,27 +19,13 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 
 from ..errors import HalError
 from ..types import ErrorStatus
 from .frames import FrameChannel, TransportError, connectable
+from .incidents import INCIDENTS, Incident
 from .host import CHANNEL_OPTIONS
 
-
-@dataclass
-class Incident:
-    """A driver host that died (``crash``) or stopped answering (``hang``) during ``call``."""
-
-    kind: str
-    call: str
-    detail: str
-    driver: str
-    time: float = field(default_factory=time.time)
-
-
-#: Every incident of this process, in order (the test plugins attribute them to tests).
-INCIDENTS: list[Incident] = []
 
 #: How long a new host may take to start serving (seconds).
 START_TIMEOUT_S = 60.0
