@@ -402,6 +402,14 @@ def execute(model: Model, request: Request, table=None, dtypes=None, *,
                              operand.type, dims, dtypes), dims))
     results = run_subgraph(model, sg, inputs, model.relax_computation_float32_to_float16, table, dtypes,
                            loop_timeout_ns=loop_timeout_ns, deadline_ns=deadline_ns)
+    return write_outputs(request, sg, results)
+
+
+def write_outputs(request: Request, sg, results) -> list[OutputShape]:
+    """Write each computed output array of subgraph ``sg`` into its place in ``request``'s
+    pools (one copy, bytes in memory order) and return its :class:`OutputShape`. Raises
+    HalError(OUTPUT_INSUFFICIENT_SIZE) with every output's actual dimensions, writing
+    nothing, when an output's region is too small (HAL ``execute``)."""
     shapes, sufficient = [], True
     for arg, idx, result in zip(request.outputs, sg.output_indexes, results):
         ok = arg.has_no_value or result.nbytes <= arg.location.length

@@ -14,10 +14,10 @@ import time
 import numpy as np
 
 from ...errors import HalError
+from ...executor import write_outputs
 from ...hal.interfaces import IDevice, IPreparedModel
 from ...hal.types import Capabilities, MemoryDomainToken, Model, OutputShape, PerformanceInfo, Request, Timing
 from ...hal.validate import merged_dimensions, validate_model, validate_request
-from ...hal.operand_rules import operand_byte_size
 from ...types import (DeviceTypeCode, ErrorStatus, MeasureTiming, OperandLifeTime, OperandType,
                       PreferenceCode, PriorityCode, is_tensor_type, operand_dtype)
 
@@ -82,27 +82,12 @@ class OnnxRuntimePreparedModel(IPreparedModel):
                 results = self.session.run(self.output_names, feed)
         except Exception as e:  # noqa: BLE001 - the engine's failure is the execution's
             raise HalError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime run failed: {e}") from None
-        shapes, sufficient, arrays = [], True, []
-        for j, (arg, idx, result) in enumerate(zip(request.outputs, sg.output_indexes, results)):
+        arrays = []
+        for idx, result in zip(sg.output_indexes, results):
             operand = sg.operands[idx]
             arr = np.ascontiguousarray(np.asarray(result).astype(operand_dtype(operand.type), copy=False))
-            if not is_tensor_type(operand.type):
-                arr = arr.reshape(())
-            ok = arg.has_no_value or arr.nbytes <= arg.location.length
-            shapes.append(OutputShape(list(arr.shape), ok))
-            sufficient &= ok
-            arrays.append(arr)
-        if not sufficient:
-            raise HalError(ErrorStatus.OUTPUT_INSUFFICIENT_SIZE,
-                           "output buffer too small: " + ", ".join(
-                               f"output {j} needs {operand_byte_size(sg.operands[i].type, s.dimensions)} bytes"
-                               for j, (i, s) in enumerate(zip(sg.output_indexes, shapes))
-                               if not s.is_sufficient), output_shapes=shapes)
-        for arg, arr in zip(request.outputs, arrays):
-            if arg.has_no_value or arr.nbytes == 0:
-                continue
-            off = arg.location.offset
-            request.pools[arg.location.pool_index].buffer[off:off + arr.nbytes] = arr.reshape(-1).view(np.uint8)
+            arrays.append(arr if is_tensor_type(operand.type) else arr.reshape(()))
+        shapes = write_outputs(request, sg, arrays)
         elapsed = time.monotonic_ns() - start
         timing = Timing(elapsed, elapsed) if measure == MeasureTiming.YES else Timing()
         return shapes, timing
