@@ -72,14 +72,23 @@ def _configure_remote(config) -> None:
     from runtime.remote import is_remote_spec, set_call_timeout
     if not is_remote_spec(driver_spec(config)):
         return
-    test_timeout = getattr(config.option, "timeout", None) or None
+    test_timeout = getattr(config.option, "timeout", None)
+    if test_timeout is None:
+        try:
+            test_timeout = float(config.getini("timeout") or 0) or None
+        except (ValueError, TypeError):  # no pytest-timeout, or no ini value
+            test_timeout = None
     call_timeout = config.getoption("driver_timeout") or test_timeout or 300.0
     set_call_timeout(call_timeout)
     if test_timeout:
-        config.option.timeout = max(float(test_timeout), 2 * call_timeout + 30)
+        backstop = max(float(test_timeout), 2 * call_timeout + 30)
+        config.option.timeout = backstop
+        if hasattr(config, "_env_timeout"):  # pytest-timeout read its settings already
+            config._env_timeout = backstop
     config.option.wait_limit = max(config.getoption("wait_limit"), call_timeout + 10)
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_configure(config):
     _configure_remote(config)
     for op in OperationType:
