@@ -327,8 +327,9 @@ def _add_suite_parser(sub, name: str, help_text: str, timeout_help: str, corpus:
         p.add_argument("--specs", action="store_true",
                        help="our own golden specs: alone, or next to the --corpus directories given")
     p.add_argument("--driver-process", action="store_true",
-                   help="run the driver in its own process (the HAL protocol of runtime/remote/hal.proto): a crash or hang is reported for the "
-                        "test in flight, the process restarted and the run goes on")
+                   help="run the driver in its own process (the HAL protocol of runtime/remote/hal.proto): a "
+                        "crash or hang is reported for the test in flight, the process restarted and the run "
+                        "goes on")
     p.add_argument("--driver-endpoint", default=None, metavar="ADDRESS",
                    help="use a driver host already serving at this gRPC address (unix:/path.sock or host:port)")
     p.add_argument("--driver-timeout", type=float, default=None, metavar="SECONDS",
