@@ -71,8 +71,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--driver", default="sample",
                    help="driver: bundled name, entry point or module:factory (default: sample)")
     p.add_argument("--driver-process", action="store_true",
-                   help="run the driver in its own process (runtime/remote/hal.proto): its death is a crash finding, a call "
-                        "past --driver-timeout a timeout finding, and the fuzzing goes on")
+                   help="run the driver in its own process (runtime/remote/hal.proto): its death is a crash "
+                        "finding, a call past --driver-timeout a timeout finding, and the fuzzing goes on")
     p.add_argument("--driver-timeout", type=float, default=10.0, metavar="SECONDS",
                    help="with --driver-process: longest one driver call may take (default 10)")
     p.add_argument("--target", default="full", choices=("full", "validation"),

@@ -362,7 +362,8 @@ def _watch_parent(pid: int) -> None:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m runtime.remote.host",
-                                     description="serve an nncts driver over the HAL of runtime/remote/hal.proto (gRPC and/or the local transport)")
+                                     description="serve an nncts driver over the HAL of runtime/remote/hal.proto "
+                                                 "(gRPC and/or the local transport)")
     parser.add_argument("--driver", required=True, help="bundled name, entry point in nncts.drivers, or module:factory")
     parser.add_argument("--listen", default=None, help="gRPC address: unix:/path.sock or host:port")
     parser.add_argument("--listen-local", default=None, metavar="PATH",

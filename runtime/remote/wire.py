@@ -238,7 +238,8 @@ def capabilities_to_wire(c: Capabilities) -> pb.Capabilities:
     return pb.Capabilities(
         relaxed_float32_to_float16_performance_scalar=_perf(c.relaxed_float32_to_float16_performance_scalar),
         relaxed_float32_to_float16_performance_tensor=_perf(c.relaxed_float32_to_float16_performance_tensor),
-        operand_performance=[pb.OperandPerformance(type=int(t), info=_perf(p)) for t, p in c.operand_performance.items()],
+        operand_performance=[pb.OperandPerformance(type=int(t), info=_perf(p))
+                             for t, p in c.operand_performance.items()],
         if_performance=_perf(c.if_performance), while_performance=_perf(c.while_performance))
 
 
