@@ -59,14 +59,17 @@ def _kill_group(pid: int) -> None:
 
 
 def _frames(log: str) -> list[tuple[str, list[str]]]:
-    """faulthandler dumps in ``log``: [(thread header, [frames, innermost first])]."""
+    """faulthandler dumps in ``log``: [(thread header, [frames, innermost first])]. Processes
+    of one test dump at the same moment into one log, so a line may hold the start of another
+    process's line: a frame is read from its last ``File "``."""
     blocks, current = [], None
     for line in log.splitlines():
         if re.match(r"(Current thread|Thread) 0x[0-9a-f]+", line.strip()):
             current = (line.strip(), [])
             blocks.append(current)
         elif current is not None and line.strip().startswith("File "):
-            current[1].append(line.strip())
+            line = line.strip()
+            current[1].append(line[line.rfind('File "'):] if 'File "' in line else line)
         elif current is not None and line.strip() == "":
             current = None
     return blocks
