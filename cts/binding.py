@@ -12,6 +12,10 @@ from runtime.testing.test_model import TestModel
 from runtime.types import operand_dtype
 
 ALIGN = 64
+#: What every output buffer holds before each execution (user buffers and memory objects), so
+#: a driver that reports success without writing an output fails: 0x7F bytes are 3.4e38 in
+#: float32, NaN in float16, 127 in 8-bit types, never a plausible all-zero result.
+POISON = 0x7F
 
 
 def _input_bytes(tm: TestModel) -> list[bytes | None]:
@@ -41,8 +45,8 @@ def _dims(tm: TestModel, j: int, data) -> list[int] | None:
 
 def bind(execution: Execution, tm: TestModel, memory_mode: str, insufficient: bool = False,
          shared: dict | None = None) -> Callable[[], list[bytes]]:
-    """Bind every input and output of ``tm`` on ``execution``; returns a function reading
-    the output bytes after compute. ``shared`` (a dict) keeps memory objects between calls
+    """Bind every input and output of ``tm`` on ``execution``, output buffers and memories
+    filled with :data:`POISON`; returns a function reading the output bytes after compute. ``shared`` (a dict) keeps memory objects between calls
     so several executions (a burst) reuse the same memories."""
     shared = {} if shared is None else shared
     inputs = _input_bytes(tm)
@@ -50,7 +54,7 @@ def bind(execution: Execution, tm: TestModel, memory_mode: str, insufficient: bo
     if memory_mode == "buffer":
         for j, raw in enumerate(inputs):
             execution.set_input(j, raw, _dims(tm, j, raw))
-        buffers = [bytearray(s) for s in sizes]
+        buffers = [bytearray(bytes([POISON]) * s) for s in sizes]
         for j, b in enumerate(buffers):
             execution.set_output(j, b)
         return lambda: [bytes(b) for b in buffers]
@@ -74,7 +78,9 @@ def bind(execution: Execution, tm: TestModel, memory_mode: str, insufficient: bo
             else:
                 execution.set_input_from_memory(j, shared["in"], shared["in_off"][j], len(raw), _dims(tm, j, raw))
         for j, s in enumerate(sizes):
-            execution.set_output_from_memory(j, shared["out"], shared["out_off"][j], s)
+            offset = shared["out_off"][j]
+            shared["out"].pool.buffer[offset:offset + s] = bytes([POISON]) * s
+            execution.set_output_from_memory(j, shared["out"], offset, s)
         out, offs = shared["out"], shared["out_off"]
         return lambda: [bytes(out.pool.buffer[o:o + s]) for o, s in zip(offs, sizes)]
     if memory_mode == "device":

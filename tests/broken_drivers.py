@@ -319,3 +319,14 @@ class BroadcastSlipAdd(_PatchedDevice):
                 view.value = np.resize(view.value.reshape(-1), shape)
                 view.dims = shape
         return kernel(ctx)
+
+
+class NeverWritesOutputs(SampleDevice):
+    """Reports success with the right output shapes but never writes an output byte (the
+    outputs are computed into a copy of the request)."""
+
+    name = "nncts-never-writes"
+
+    def run(self, model, request):
+        import copy
+        return super().run(model, copy.deepcopy(request))

@@ -152,3 +152,23 @@ def test_relu6_fused_as_relu_passes_the_corpus_and_fails_our_specs(tmp_path):
     failed = {i for i, r in records.items() if r["outcome"] == "failed"}
     assert len(relu6) >= 60 and failed == relu6
     assert any(tm.test_id in records and tm.test_id not in relu6 for tm in specs)  # RELU, RELU1 specs pass
+
+
+def test_a_driver_that_never_writes_outputs_fails(tmp_path):
+    """Output buffers and memories hold cts.binding.POISON before each execution: a driver
+    that reports success without writing its outputs fails every model it accepts whose
+    outputs hold at least one judged element, in user-buffer and memory modes alike (before
+    the poison it passed every model whose expected bytes are all zero)."""
+    from runtime.testing.test_model import iter_corpus
+    from nncts.pytest_plugin import DEFAULT_ROOTS
+    code, records, out = run_cts(tmp_path, "--driver", "tests.broken_drivers:NeverWritesOutputs",
+                                 "--mode", "sync,memory", *SELECTION)
+    models = {tm.test_id: tm for tm in iter_corpus(DEFAULT_ROOTS) if tm.test_id.startswith(("V1_0/", "V1_1/"))}
+    writes = {tid for tid, tm in models.items() if not tm.expect_failure
+              and any(tm.main.operands[i].data is not None and tm.main.operands[i].data.size
+                      and not tm.main.operands[i].is_ignored for i in tm.main.output_indexes)}
+    judged = {rid: r for rid, r in records.items() if rid.split("@")[0] in writes}
+    assert len(judged) >= 500, len(judged)
+    passed = [rid for rid, r in judged.items() if r["outcome"] != "failed"]
+    assert not passed, passed[:10]
+    assert {r["mode"] for r in judged.values()} == {"sync", "memory"}

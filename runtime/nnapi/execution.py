@@ -267,8 +267,11 @@ class Execution:
             if a.memory is not None:
                 outputs.append(RequestArgument(False, location(a), a.dims or []))
             else:
-                size = _nbytes(a.buffer)
-                outputs.append(RequestArgument(False, DataLocation(runtime_pool(None, size), 0, size), a.dims or []))
+                size = _nbytes(a.buffer)  # the pool starts as the user's buffer: bytes a driver leaves stay
+                current = np.ascontiguousarray(a.buffer).tobytes() if isinstance(a.buffer, np.ndarray) \
+                    else bytes(a.buffer)
+                outputs.append(RequestArgument(False, DataLocation(runtime_pool(current, size), 0, size),
+                                               a.dims or []))
         return Request(inputs, outputs, pools), tokens
 
     def _deadline(self) -> int | None:
