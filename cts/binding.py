@@ -46,8 +46,9 @@ def _dims(tm: TestModel, j: int, data) -> list[int] | None:
 def bind(execution: Execution, tm: TestModel, memory_mode: str, insufficient: bool = False,
          shared: dict | None = None) -> Callable[[], list[bytes]]:
     """Bind every input and output of ``tm`` on ``execution``, output buffers and memories
-    filled with :data:`POISON`; returns a function reading the output bytes after compute. ``shared`` (a dict) keeps memory objects between calls
-    so several executions (a burst) reuse the same memories."""
+    filled with :data:`POISON`; returns a function reading the output bytes after compute.
+    ``shared`` (a dict) keeps memory objects between calls so several executions (a burst)
+    reuse the same memories."""
     shared = {} if shared is None else shared
     inputs = _input_bytes(tm)
     sizes = output_sizes(tm, insufficient)
