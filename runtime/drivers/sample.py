@@ -12,7 +12,8 @@ from ..hal.interfaces import IDevice, IPreparedModel
 from ..hal.types import Capabilities, Model, OutputShape, PerformanceInfo, Request, Timing
 from ..extensions import is_tensor_operand_type
 from ..hal.validate import (ModelLevels, constant_value, merged_dimensions, operand_view,
-                            operation_feature_level, validate_model, validate_request)
+                            operation_feature_level, validate_model, validate_prepare_arguments,
+                            validate_request)
 from ..types import (DeviceTypeCode, ErrorStatus, MeasureTiming, OperandLifeTime, OperandType,
                      PreferenceCode, PriorityCode)
 
@@ -141,10 +142,7 @@ class SampleDevice(IDevice):
     def prepare_model(self, model: Model, preference=PreferenceCode.FAST_SINGLE_ANSWER,
                       priority=PriorityCode.MEDIUM, deadline_ns=None, model_cache=None,
                       data_cache=None, token=None) -> SamplePreparedModel:
-        if preference not in PreferenceCode._value2member_map_:
-            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid execution preference {preference}")
-        if priority not in PriorityCode._value2member_map_:
-            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid priority {priority}")
+        validate_prepare_arguments(preference, priority)
         self._check_preparable(model)
         if model_cache is not None or data_cache is not None:
             sample_cache.save(model_cache, data_cache, token, model)  # never fails the prepare

@@ -321,6 +321,17 @@ class ModelLevels:
         return max((lv for levels in self.per_subgraph for lv in levels if lv is not None), default=1)
 
 
+def validate_prepare_arguments(preference, priority) -> None:
+    """The execution preference and priority of ``IDevice.prepare_model``: HalError
+    (INVALID_ARGUMENT) unless each is a code of ``PreferenceCode`` / ``PriorityCode`` (HAL
+    1.3 ``prepareModel_1_3``; VTS ``prepareModel`` with an invalid preference or priority)."""
+    from ..types import ErrorStatus, PreferenceCode, PriorityCode
+    if preference not in PreferenceCode._value2member_map_:
+        raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid execution preference {preference}")
+    if priority not in PriorityCode._value2member_map_:
+        raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid priority {priority}")
+
+
 def validate_model(model: Model, feature_level: int = 8) -> ModelLevels:
     """Check ``model`` against the HAL's structural rules and every operation's signature
     and rules up to ``feature_level``.

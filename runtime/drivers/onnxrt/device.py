@@ -17,7 +17,7 @@ from ...errors import HalError
 from ...executor import write_outputs
 from ...hal.interfaces import IDevice, IPreparedModel
 from ...hal.types import Capabilities, MemoryDomainToken, Model, OutputShape, PerformanceInfo, Request, Timing
-from ...hal.validate import merged_dimensions, validate_model, validate_request
+from ...hal.validate import merged_dimensions, validate_model, validate_prepare_arguments, validate_request
 from ...types import (DeviceTypeCode, ErrorStatus, MeasureTiming, OperandLifeTime, OperandType,
                       PreferenceCode, PriorityCode, is_tensor_type, operand_dtype)
 
@@ -149,10 +149,7 @@ class OnnxRuntimeDevice(IDevice):
     def prepare_model(self, model: Model, preference=PreferenceCode.FAST_SINGLE_ANSWER,
                       priority=PriorityCode.MEDIUM, deadline_ns=None, model_cache=None,
                       data_cache=None, token=None) -> OnnxRuntimePreparedModel:
-        if preference not in PreferenceCode._value2member_map_:
-            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid execution preference {preference}")
-        if priority not in PriorityCode._value2member_map_:
-            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid priority {priority}")
+        validate_prepare_arguments(preference, priority)
         levels = validate_model(model)
         reasons = [f"operation {k} ({r})" for k, op in enumerate(model.main.operations)
                    if (r := self.unsupported_reason(model, op, levels.level_of(op))) is not None]
