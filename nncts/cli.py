@@ -342,6 +342,11 @@ def _add_suite_parser(sub, name: str, help_text: str, timeout_help: str, corpus:
     return p
 
 
+#: Modules adding subcommands (``add_parsers(sub)``, each parser with a ``handler``):
+#: shard merging, run reports and diffs, certification bundles.
+_COMMAND_MODULES = ("nncts.merge", "nncts.reporting", "nncts.certify")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="nncts", description="NNAPI driver conformance tests")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -376,6 +381,8 @@ def main(argv=None) -> int:
     specs.add_argument("action", choices=("build", "check"))
     specs.add_argument("--out", default=None, help="where to build (default: cts/specs/built)")
     _add_mlts_parser(sub)
+    for module in _COMMAND_MODULES:
+        importlib.import_module(module).add_parsers(sub)
     sub.add_parser("stress", help="MLTS-style crash and hang stress tests, each in its own process with a "
                                   "watchdog (SUCCESS / FAILURE / HANG / CRASH), written to stress.jsonl/.html/"
                                   ".json/.csv under --report-dir DIR (default nncts-report); "
@@ -390,6 +397,10 @@ def main(argv=None) -> int:
     if args.command == "drivers":
         print("\n".join(available_drivers()))
         return 0
+    if getattr(args, "handler", None) is not None:
+        if extra:
+            parser.exit(2, f"nncts {args.command}: error: unrecognized arguments: {' '.join(extra)}\n")
+        return args.handler(args, parser)
     if extra and args.command == "mlts":
         parser.exit(2, f"nncts mlts: error: unrecognized arguments: {' '.join(extra)}\n")
     if extra and args.command not in ("cts", "vts", "random-graph"):

@@ -17,6 +17,10 @@ import pytest
 from reports.records import RecordWriter, format_summary, read_records
 from runtime.types import OperationType
 
+#: The shared plugin's parts, one module per concern: baselines, retries and required vs
+#: optional tests (expectations), ``--shard I/N`` (sharding), progress with an ETA (progress).
+pytest_plugins = ["nncts.expectations", "nncts.sharding", "nncts.progress"]
+
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1] / "cts" / "corpus"
 #: Our own golden specs, built (cts/specs): run next to the vendored corpus by default.
 DEFAULT_SPECS = Path(__file__).resolve().parents[1] / "cts" / "specs" / "built"
@@ -211,7 +215,9 @@ def pytest_runtest_logreport(report):
               "duration_s": round(report.duration, 6), "message": message,
               "operations": props["operations"], "feature_level": props.get("feature_level"),
               "skip_kind": props.get("skip_kind", ""), "mode": props.get("mode", "sync"),
-              "suite": props.get("suite", "cts"), "time": time.time()}
+              "suite": props.get("suite", "cts"), "time": time.time(), "nodeid": report.nodeid}
+    if props.get("operand_types"):
+        record["operand_types"] = props["operand_types"]
     if props.get("driver_incident"):
         record["driver_incident"] = props["driver_incident"]
     if props.get("reproducers"):

@@ -1,0 +1,1 @@
+"""(being written) pytest plugin part of nncts.pytest_plugin."""
