@@ -17,9 +17,10 @@ import pytest
 from reports.records import RecordWriter, format_summary, read_records
 from runtime.types import OperationType
 
-#: The shared plugin's parts, one module per concern: baselines, retries and required vs
-#: optional tests (expectations), ``--shard I/N`` (sharding), progress with an ETA (progress).
-pytest_plugins = ["nncts.expectations", "nncts.sharding", "nncts.progress"]
+#: The shared plugin's parts, one module per concern: baselines and retries (expectations),
+#: required vs optional tests (requirements), ``--shard I/N`` (sharding), progress with an ETA
+#: (progress).
+pytest_plugins = ["nncts.expectations", "nncts.requirements", "nncts.sharding", "nncts.progress"]
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1] / "cts" / "corpus"
 #: Our own golden specs, built (cts/specs): run next to the vendored corpus by default.
@@ -170,22 +171,41 @@ def nncts_device(pytestconfig):
         pytest.exit(f"--driver: {e}", returncode=4)
 
 
-@pytest.hookimpl(hookwrapper=True)
+def record_id(nodeid: str) -> str:
+    """The record id of a test: its parameter id (the whole node id when it has none)."""
+    return nodeid.split("[", 1)[-1].rstrip("]")
+
+
+@pytest.hookimpl(hookwrapper=True, trylast=True)
 def pytest_runtest_makereport(item, call):
-    """A suite's test (one with outcome records) during which an out-of-process driver died
-    or hung fails, whatever it concluded (an expected failure is no excuse for a crash),
-    tagged ``driver_incident``."""
+    """For a suite's test (one with outcome records), in this order: a test during which an
+    out-of-process driver died or hung fails, whatever it concluded (an expected failure is
+    no excuse for a crash), tagged ``driver_incident``; a declined test is judged by the
+    ``--profile`` (:func:`nncts.requirements.apply_profile`); a test the ``--baseline``
+    lists becomes a known failure or an unexpected pass
+    (:func:`nncts.expectations.apply_baseline`). Innermost (trylast), so pytest's xfail and
+    pytest-rerunfailures see the final outcome (a known failure is not re-run)."""
+    from nncts.expectations import apply_baseline
+    from nncts.requirements import apply_profile
     from runtime.remote.incidents import INCIDENTS
     if call.when == "setup":
         item._nncts_incidents = len(INCIDENTS)
     outcome = yield
     report = outcome.get_result()
-    seen = getattr(item, "_nncts_incidents", len(INCIDENTS))
-    if call.when not in ("setup", "call") or len(INCIDENTS) <= seen \
-            or "operations" not in dict(item.user_properties):
+    if "operations" not in dict(item.user_properties):
         return
-    new = INCIDENTS[seen:]
-    item._nncts_incidents = len(INCIDENTS)
+    _tag_incidents(item, call, report, INCIDENTS)
+    rid = record_id(item.nodeid)
+    apply_profile(item, report, rid)
+    apply_baseline(item, report, rid)
+
+
+def _tag_incidents(item, call, report, incidents) -> None:
+    seen = getattr(item, "_nncts_incidents", len(incidents))
+    if call.when not in ("setup", "call") or len(incidents) <= seen:
+        return
+    new = incidents[seen:]
+    item._nncts_incidents = len(incidents)
     kind = "hang" if any(i.kind == "hang" for i in new) else "crash"
     report.user_properties.append(("driver_incident", kind))
     text = "; ".join(f"driver process {'hung' if i.kind == 'hang' else 'died'} during {i.call}: {i.detail}"
@@ -197,31 +217,51 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"{text}\n{report.longrepr}"
 
 
+#: Record keys copied from a report's user_properties when present.
+OPTIONAL_KEYS = ("operand_types", "driver_incident", "reproducers", "declined", "reason", "link", "baseline_id")
+
+
+def _outcome(report, props) -> str:
+    """The record outcome (see reports.records): the baseline's verdict, flaky for a pass
+    after a failed attempt, else pytest's."""
+    if props.get("expectation"):
+        return props["expectation"]
+    if report.passed:
+        return "flaky" if getattr(report, "rerun", 0) else "passed"
+    return "skipped" if report.skipped else "failed"
+
+
+def _message(report) -> str:
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return report.longrepr[2].removeprefix("Skipped: ")
+    if report.failed or hasattr(report, "wasxfail"):
+        return getattr(report.longrepr, "reprcrash", None) and report.longrepr.reprcrash.message \
+            or str(report.longrepr)[-2000:]
+    return ""
+
+
 def pytest_runtest_logreport(report):
+    """Write the outcome record of a suite's test: at its call report, or its setup report
+    when setup did not pass; an intermediate attempt of a re-run test (outcome ``rerun``)
+    writes none (the final one carries ``attempts``)."""
     props = dict(report.user_properties)
-    if "operations" not in props:
+    if "operations" not in props or report.outcome == "rerun":
         return
     done = report.when == "call" or (report.when == "setup" and not report.passed)
     if not done:
         return
-    outcome = "passed" if report.passed else "skipped" if report.skipped else "failed"
-    message = ""
-    if report.skipped and isinstance(report.longrepr, tuple):
-        message = report.longrepr[2].removeprefix("Skipped: ")
-    elif report.failed:
-        message = getattr(report.longrepr, "reprcrash", None) and report.longrepr.reprcrash.message \
-            or str(report.longrepr)[-2000:]
-    record = {"id": report.nodeid.split("[", 1)[-1].rstrip("]"), "outcome": outcome,
-              "duration_s": round(report.duration, 6), "message": message,
+    record = {"id": record_id(report.nodeid), "outcome": _outcome(report, props),
+              "duration_s": round(report.duration, 6), "message": _message(report),
               "operations": props["operations"], "feature_level": props.get("feature_level"),
               "skip_kind": props.get("skip_kind", ""), "mode": props.get("mode", "sync"),
               "suite": props.get("suite", "cts"), "time": time.time(), "nodeid": report.nodeid}
-    if props.get("operand_types"):
-        record["operand_types"] = props["operand_types"]
-    if props.get("driver_incident"):
-        record["driver_incident"] = props["driver_incident"]
-    if props.get("reproducers"):
-        record["reproducers"] = props["reproducers"]
+    for key in OPTIONAL_KEYS:
+        if props.get(key) not in (None, "", []):
+            record[key] = props[key]
+    if "required" in props:
+        record["required"] = props["required"]
+    if getattr(report, "rerun", 0):
+        record["attempts"] = report.rerun + 1
     config = _CONFIG.get("config")
     if config is None:
         return

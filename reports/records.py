@@ -74,16 +74,45 @@ def per_mode(records) -> dict[str, dict]:
     return dict(sorted(table.items(), key=lambda kv: (kv[0] != "sync", kv[0])))
 
 
+#: Record outcomes besides passed / failed / skipped (nncts.expectations): a failure the
+#: baseline lists, a pass the baseline lists as failing, a pass after a failed attempt.
+EXPECTATION_OUTCOMES = ("known_failure", "unexpected_pass", "flaky")
+
+
 def totals(records) -> collections.Counter:
-    """Counter of outcomes, plus ``skipped:<kind>`` for each skip kind and ``driver:crash`` /
-    ``driver:hang`` for tests during which an out-of-process driver died or hung."""
+    """Counter of outcomes (:data:`EXPECTATION_OUTCOMES` always present, 0 when none), plus
+    ``skipped:<kind>`` for each skip kind, ``declined:<kind>`` for each test the driver
+    declined (by its original skip kind; ``declined:required`` for those the profile
+    required, which failed) and ``driver:crash`` / ``driver:hang`` for tests during which an
+    out-of-process driver died or hung."""
     c = collections.Counter(r["outcome"] for r in records)
+    for outcome in EXPECTATION_OUTCOMES:
+        c[outcome] += 0
     for r in records:
         if r["outcome"] == "skipped":
             c[f"skipped:{r.get('skip_kind') or 'other'}"] += 1
+        if r.get("declined"):
+            c[f"declined:{r['declined']}"] += 1
+            c["declined:required"] += bool(r.get("required"))
         if r.get("driver_incident"):
             c[f"driver:{r['driver_incident']}"] += 1
     return c
+
+
+def expectation_lines(t: collections.Counter) -> list[str]:
+    """From :func:`totals`: one line on known failures, unexpected passes and flakes, one on
+    declined tests; none when there are none."""
+    lines = []
+    if any(t[o] for o in EXPECTATION_OUTCOMES):
+        lines.append(f"expectations: {t['known_failure']} known failure(s), {t['unexpected_pass']} "
+                     f"unexpected pass(es), {t['flaky']} flaky (passed on a retry)")
+    kinds = {k.split(":", 1)[1]: v for k, v in sorted(t.items())
+             if k.startswith("declined:") and k != "declined:required"}
+    if kinds:
+        lines.append(f"declined by the driver: {sum(kinds.values())} ("
+                     + ", ".join(f"{k} {v}" for k, v in kinds.items())
+                     + f"), {t['declined:required']} of them required by the profile (failed), the rest not applicable")
+    return lines
 
 
 def incident_line(t: collections.Counter) -> str:
@@ -95,14 +124,16 @@ def incident_line(t: collections.Counter) -> str:
 
 
 def format_summary(records) -> list[str]:
-    """Per-operation summary lines (operation, passed, failed, skipped), per-mode lines when
-    several execution modes ran, per-source lines (corpus, own specs) when both ran, and
-    totals."""
+    """Per-operation summary lines (operation, passed, failed, skipped, then any known
+    failures, unexpected passes and flakes), per-mode lines when several execution modes ran,
+    per-source lines (corpus, own specs) when both ran, and totals (with the expectations
+    and declined tests apart)."""
     lines = [f"{'operation':34s} {'passed':>7s} {'failed':>7s} {'skipped':>8s}"]
     untested = []
     for op, c in per_operation(records).items():
+        extra = ", ".join(f"{o} {c[o]}" for o in EXPECTATION_OUTCOMES if c[o])
         lines.append(f"{op:34s} {c['passed']:7d} {c['failed']:7d} {c['skipped']:8d}"
-                     + ("  no test" if not c else ""))
+                     + ("  no test" if not c else f"  {extra}" if extra else ""))
         untested += [op] if not c else []
     if untested:
         lines.append(f"{len(untested)} operation(s) with no test in this run: {', '.join(untested)}")
@@ -123,6 +154,7 @@ def format_summary(records) -> list[str]:
     kinds = ", ".join(f"{k.split(':', 1)[1]} {v}" for k, v in sorted(t.items()) if k.startswith("skipped:"))
     lines.append(f"total: {t['passed']} passed, {t['failed']} failed, {t['skipped']} skipped"
                  + (f" ({kinds})" if kinds else ""))
+    lines += expectation_lines(t)
     if incident_line(t):
         lines.append(incident_line(t))
     return lines
