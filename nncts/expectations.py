@@ -113,6 +113,8 @@ def pytest_configure(config):
     retries = config.getoption("retries")
     if retries < 0:
         raise pytest.UsageError("--retries: must be at least 0")
+    if retries and not config.pluginmanager.hasplugin("rerunfailures"):
+        raise pytest.UsageError("--retries: needs pytest-rerunfailures (pip install pytest-rerunfailures)")
     if retries:
         config.option.reruns = max(retries, config.getoption("reruns", None) or 0)
     path = config.getoption("baseline")
