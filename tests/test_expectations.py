@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 from _pytest.reports import TestReport
@@ -84,11 +85,11 @@ def test_baseline_entries_match_ids_patterns_and_node_ids_first_entry_first(tmp_
     assert base.entries[1].incident is True and base.entries[0].link == "https://bugs.example.com/123"
 
 
-def test_a_driver_crash_is_no_known_failure_unless_the_entry_says_incident(tmp_path):
+def test_a_driver_crash_is_no_known_failure_unless_the_entry_says_incident():
     def judged(incident: bool) -> str:
-        item = type("Item", (), {})()
-        item.nodeid = "cts/test_generated.py::test_generated[V1_0/add/add]"
-        item.config = type("Config", (), {"_nncts_baseline": Baseline("b", (KnownFailure("V1_0/*", "r", "", incident),))})()
+        baseline = Baseline("b", (KnownFailure("V1_0/*", "r", "", incident),))
+        item = SimpleNamespace(nodeid="cts/test_generated.py::test_generated[V1_0/add/add]",
+                               config=SimpleNamespace(_nncts_baseline=baseline))
         report = TestReport(item.nodeid, ("x", 0, "x"), {}, "failed", "DEAD_OBJECT", "call",
                             user_properties=[("operations", ["ADD"]), ("driver_incident", "crash")])
         apply_baseline(item, report, "V1_0/add/add")
