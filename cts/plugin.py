@@ -52,3 +52,5 @@ def pytest_runtest_setup(item):
         item.user_properties.append(("operations", [t.name for t in tm.operation_types]))
         item.user_properties.append(("feature_level", tm.feature_level))
         item.user_properties.append(("mode", mode.name))
+        from reports.matrix import model_operand_types
+        item.user_properties.append(("operand_types", model_operand_types(tm, coupling=mode.coupling)))

@@ -60,3 +60,28 @@ def pytest_generate_tests(metafunc):
         for seed in range(first, first + config.getoption("seeds")):
             params.append(pytest.param((c, seed), id=f"RANDOM_GRAPH/{c.name}/{seed}", marks=marks))
     metafunc.parametrize("random_graph_case", params)
+
+
+def config_operand_types(c) -> list[str]:
+    """Operand type names of configuration ``c``'s graphs (the type of each operation's
+    input 0, as :func:`reports.matrix.model_operand_types` names them): its ``types``, or
+    for a single-operation configuration its signature's input 0."""
+    if c.types:
+        return [t.name for t in c.types]
+    if c.only and len(c.only) == 1 and c.signature is not None:
+        from runtime import ops
+        inputs = ops.REGISTRY[c.only[0]].signatures[c.signature].inputs
+        return [inputs[0].type.name] if inputs else []
+    return []
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Tag the item's reports with its configuration's operand types (the outcome records'
+    ``operand_types``; the test adds operations, mode and suite)."""
+    spec = getattr(item, "callspec", None)
+    case = spec.params.get("random_graph_case") if spec is not None else None
+    if case is not None:
+        types = config_operand_types(case[0])
+        if types:
+            item.user_properties.append(("operand_types", types))

@@ -168,6 +168,10 @@ def pytest_runtest_setup(item):
     spec = getattr(item, "callspec", None)
     if spec is None:
         return
+    from reports.matrix import model_operand_types
+    generated = spec.params.get("vts_generated_case")
+    if generated is not None:  # vts/test_generated_hal.py tags the rest itself
+        item.user_properties.append(("operand_types", model_operand_types(generated[0])))
     case = spec.params.get("vts_model_case") or spec.params.get("vts_request_case")
     if isinstance(case, VtsCase):
         mode = MODEL_MODE if "vts_model_case" in spec.params else REQUEST_MODE
@@ -175,6 +179,7 @@ def pytest_runtest_setup(item):
         item.user_properties.append(("feature_level", case.tm.feature_level))
         item.user_properties.append(("mode", mode))
         item.user_properties.append(("suite", "vts"))
+        item.user_properties.append(("operand_types", model_operand_types(case.tm)))
         if case.rejected:
             item.user_properties.append(("skip_kind", "driver_rejects_model"))
 
