@@ -1,35 +1,37 @@
-"""Render outcome records into ``summary.json`` and a self-contained ``index.html``
-(jinja2 template ``templates/report.html.j2``)."""
+"""Render one suite's outcome records into ``summary.json`` and a self-contained
+``index.html``: the same page as a run's report (:mod:`reports.run`, template
+``templates/report.html.j2``) for a run of this one directory."""
 from __future__ import annotations
 
-import datetime
 import json
 from pathlib import Path
 
 import jinja2
 
-from .records import per_mode, per_operation, per_source, read_records, totals
+from .records import read_records
 
 _ENV = jinja2.Environment(loader=jinja2.PackageLoader("reports", "templates"),
                           autoescape=jinja2.select_autoescape(["html", "j2"]))
+#: summary.json's keys (the report document's subset people rely on).
+SUMMARY_KEYS = ("title", "generated", "meta", "totals", "per_operation", "per_mode", "per_source", "per_suite")
+
+
+def template() -> jinja2.Template:
+    """The report page's template."""
+    return _ENV.get_template("report.html.j2")
 
 
 def write_reports(records_path: str | Path, out_dir: str | Path, title: str,
                   meta: dict | None = None) -> list[Path]:
-    """Write ``summary.json`` and ``index.html`` for the records in ``records_path``;
-    returns their paths."""
-    records = read_records(records_path)
+    """Write ``summary.json`` (title, generated, meta, totals, per operation / mode / source /
+    suite) and ``index.html`` (the run report of this directory: summary per suite, matrix,
+    failures with replay commands, timing charts) for the records in ``records_path``;
+    returns their paths. The replay commands use ``meta``'s driver and corpus."""
+    from .run import SuiteDir, build, render_html
+    records = [dict(r, suite=r.get("suite", "cts")) for r in read_records(records_path)]
     out_dir = Path(out_dir)
-    t = totals(records)
-    summary = {"title": title, "generated": datetime.datetime.now().isoformat(timespec="seconds"),
-               "meta": meta or {}, "totals": dict(t),
-               "per_operation": {op: dict(c) for op, c in per_operation(records).items()},
-               "per_mode": per_mode(records),
-               "per_source": {source: dict(c) for source, c in per_source(records).items()}}
+    doc = build([SuiteDir(Path(records_path).parent, records, dict(meta or {}))], title, meta)
+    summary = {k: doc[k] for k in SUMMARY_KEYS}
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
-    failures = [r for r in records if r["outcome"] == "failed"]
-    html = _ENV.get_template("report.html.j2").render(
-        summary=summary, per_operation=per_operation(records), failures=failures,
-        skips=[r for r in records if r["outcome"] == "skipped"], totals=t)
-    (out_dir / "index.html").write_text(html, encoding="utf-8")
+    (out_dir / "index.html").write_text(render_html(doc, records), encoding="utf-8")
     return [out_dir / "summary.json", out_dir / "index.html"]

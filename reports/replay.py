@@ -1,0 +1,74 @@
+"""The command that replays one recorded test: ``python -m pytest '<node id>'`` with the
+run's driver options, corpus and the suite's own options that make the node exist (the CTS
+``--mode``; a random graph's configuration and seed), run from the directory the run was
+started in (relative ``--corpus`` paths are the run's own). A node id selects exactly one
+test, where ``-k '<record id>'`` would also select every id it is a substring of."""
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+#: The project root: node ids are relative to it (pytest's rootdir, where conftest.py loads
+#: every suite's plugin).
+ROOT = Path(__file__).resolve().parents[1]
+#: ``meta["corpus"]`` of a run over the default roots (nncts.cli), and the built specs.
+DEFAULT_CORPUS_LABEL = "vendored AOSP corpus"
+SPECS_LABEL = "cts/specs/built"
+
+
+def driver_options(label: str | None) -> list[str]:
+    """pytest options for a run's ``meta["driver"]`` label as nncts.cli writes it: ``NAME``,
+    ``NAME (out of process)`` or ``ADDRESS (driver endpoint)``."""
+    if not label:
+        return []
+    if label.endswith(" (driver endpoint)"):
+        return ["--driver-endpoint", label.removesuffix(" (driver endpoint)")]
+    if label.endswith(" (out of process)"):
+        return ["--driver", label.removesuffix(" (out of process)"), "--driver-process"]
+    return ["--driver", label]
+
+
+def corpus_options(corpus: list[str] | None) -> list[str]:
+    """``--corpus DIR`` per root of a run's ``meta["corpus"]`` (``--specs`` for the built
+    specs); none for the default roots."""
+    if not corpus or DEFAULT_CORPUS_LABEL in corpus:
+        return []
+    out: list[str] = []
+    for root in corpus:
+        out += ["--specs"] if root == SPECS_LABEL else ["--corpus", root]
+    return out
+
+
+def suite_options(record: dict) -> list[str]:
+    """The options under which the record's test exists: CTS ``--mode``; a random graph's
+    ``--config NAME --first-seed SEED --seeds 1`` (from its id
+    ``RANDOM_GRAPH/<config>/<seed>``)."""
+    suite = record.get("suite", "cts")
+    if suite == "cts":
+        return ["--mode", record.get("mode") or "sync"]
+    if suite == "random_graph":
+        _, config, seed = record["id"].split("/")
+        return ["--config", config, "--first-seed", seed, "--seeds", "1"]
+    return []
+
+
+def node_path(nodeid: str) -> str:
+    """The node id with its file made absolute when it is one of this project's files."""
+    path, sep, rest = nodeid.partition("::")
+    return str(ROOT / path) + sep + rest if (ROOT / path).is_file() else nodeid
+
+
+def replay_argv(record: dict, meta: dict | None) -> list[str] | None:
+    """argv (``python -m pytest ...``) replaying ``record`` under a run's ``meta``; None for
+    a record without a node id."""
+    if not record.get("nodeid"):
+        return None
+    meta = meta or {}
+    return (["python", "-m", "pytest", node_path(record["nodeid"])] + driver_options(meta.get("driver"))
+            + corpus_options(meta.get("corpus")) + suite_options(record))
+
+
+def replay_command(record: dict, meta: dict | None) -> str:
+    """:func:`replay_argv` as one shell line ("" when there is none)."""
+    argv = replay_argv(record, meta)
+    return shlex.join(argv) if argv else ""
