@@ -133,8 +133,8 @@ def test_the_page_as_rendered_shows_matrix_failures_replay_and_charts_offline(ru
     assert re.search(r'<td class="cell-pass" title="ADD x TENSOR_FLOAT32: \d+ pass">', row)
     assert '<td class="cell-not-run" title="CONV_2D x TENSOR_INT32: no test">' in dom
     # a CTS failure and a random-graph failure, with reproducers and replay commands
-    assert "python -m pytest '" + str(ROOT / "cts/test_generated.py") + "::test_generated[V1_0/add_quant8/add_quant8]' " \
-           f"--driver {BROKEN} --corpus {CORPUS} --mode sync</code>" in dom
+    node = str(ROOT / "cts/test_generated.py") + "::test_generated[V1_0/add_quant8/add_quant8]"
+    assert f"python -m pytest '{node}' --driver {BROKEN} --corpus {CORPUS} --mode sync</code>" in dom
     assert "--config single-ADD-1 --first-seed 0 --seeds 1</code>" in dom
     assert re.search(r"<td>minimized</td><td>1 operation, \d+ input and constant elements</td>", dom)
     screenshot(tmp_path, page)
@@ -175,7 +175,8 @@ def test_matrix_cell_states_and_counts():
 
 def test_diff_headings_from_hand_made_runs():
     a = [rec("new", "passed"), rec("fixed", "failed"), rec("known", "known_failure"), rec("still", "failed"),
-         rec("flaky", "passed"), rec("declined", "passed", ("MUL",)), rec("back", "skipped", ("SUB",), kind="not_applicable"),
+         rec("flaky", "passed"), rec("declined", "passed", ("MUL",)),
+         rec("back", "skipped", ("SUB",), kind="not_applicable"),
          rec("gone", "passed"), rec("new", "passed", suite="vts")]
     b = [rec("new", "failed"), rec("fixed", "passed"), rec("known", "unexpected_pass"), rec("still", "failed"),
          rec("flaky", "flaky"), rec("declined", "skipped", ("MUL",), kind="unsupported_by_driver"),
