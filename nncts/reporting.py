@@ -19,6 +19,9 @@ def _report(args, parser) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         parser.exit(2, f"nncts report: error: --out {out}: not a directory\n")
+    if (out / "outcomes.jsonl").exists():
+        parser.exit(2, f"nncts report: error: --out {out}: a suite's report directory (its junit.xml and "
+                       f"index.html would be replaced); choose another\n")
     meta = {"run directories": [str(p) for p in args.run_dirs]}
     try:
         paths = write_run_report(args.run_dirs, out, args.title, meta)

@@ -30,6 +30,7 @@ CORPUS = "cts/corpus/V1_0"
 
 
 def nncts(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
+    """``python -m nncts.cli ARGS`` (the project root on sys.path, for the broken drivers)."""
     return subprocess.run([sys.executable, "-m", "nncts.cli", *args], cwd=cwd, capture_output=True,
                           text=True, timeout=300)
 
@@ -81,6 +82,7 @@ def test_diff_lists_exactly_the_planted_failures(runs, tmp_path):
     (["diff", "A", "nope"], "nope: no such directory"),
     (["diff", "A", "."], "not a report directory"),
     (["report", "nope", "--out", "x"], "nope: no such directory"),
+    (["report", "A", "--out", "A"], "a suite's report directory"),
 ])
 def test_bad_paths_are_one_line_and_exit_2(runs, tmp_path, args, expected):
     args = [str(runs["A"]) if a == "A" else str(tmp_path / a) if a in ("nope", "x") else str(tmp_path) if a == "."
@@ -155,6 +157,7 @@ def test_a_replay_command_runs_exactly_that_test(run_report, tmp_path, suite):
 # --- hand-made records --------------------------------------------------------------
 
 def rec(rid, outcome, ops=("ADD",), types=("TENSOR_FLOAT32",), kind="", suite="cts"):
+    """A hand-made outcome record."""
     return {"id": rid, "outcome": outcome, "operations": list(ops), "operand_types": list(types),
             "skip_kind": kind, "suite": suite, "mode": "sync", "duration_s": 0.01}
 
