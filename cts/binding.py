@@ -1,24 +1,26 @@
-"""How the CTS binds a test model's inputs and outputs to an execution, per memory mode:
-user buffers, shared memory objects, or driver memory created from a memory descriptor."""
+"""How the CTS binds a test model's inputs and outputs to executions, per memory mode: user
+buffers, shared memory objects, or driver memory created from a memory descriptor. One
+:class:`Binding` serves every execution of a mode, so modes that reuse objects (a burst, a
+reusable execution, shared memories) run over the same buffers and memories each time."""
 from __future__ import annotations
-
-from typing import Callable
 
 import numpy as np
 
 from runtime.nnapi import Execution, Memory
+from runtime.nnapi.memory import MemoryDesc
 from runtime.testing.hal_convert import expected_output_size
 from runtime.testing.test_model import TestModel
 from runtime.types import operand_dtype
 
 ALIGN = 64
-#: What every output buffer holds before each execution (user buffers and memory objects), so
-#: a driver that reports success without writing an output fails: 0x7F bytes are 3.4e38 in
-#: float32, NaN in float16, 127 in 8-bit types, never a plausible all-zero result.
+#: What every output holds before each execution (user buffers, memory objects and driver
+#: memories), so a driver that reports success without writing an output fails: 0x7F bytes
+#: are 3.4e38 in float32, NaN in float16, 127 in 8-bit types, never a plausible all-zero result.
 POISON = 0x7F
 
 
-def _input_bytes(tm: TestModel) -> list[bytes | None]:
+def input_bytes(tm: TestModel) -> list[bytes | None]:
+    """The raw bytes of each main input's example value (None: an omitted input)."""
     out = []
     for idx in tm.main.input_indexes:
         o = tm.main.operands[idx]
@@ -39,86 +41,113 @@ def output_sizes(tm: TestModel, insufficient: bool) -> list[int]:
     return sizes
 
 
-def _dims(tm: TestModel, j: int, data) -> list[int] | None:
-    return None if data is None else list(tm.main.operands[tm.main.input_indexes[j]].data.shape)
+def _poisoned(size: int) -> bytes:
+    return bytes([POISON]) * size
 
 
-def bind(execution: Execution, tm: TestModel, memory_mode: str, insufficient: bool = False,
-         shared: dict | None = None) -> Callable[[], list[bytes]]:
-    """Bind every input and output of ``tm`` on ``execution``, output buffers and memories
-    filled with :data:`POISON`; returns a function reading the output bytes after compute.
-    ``shared`` (a dict) keeps memory objects between calls so several executions (a burst)
-    reuse the same memories."""
-    shared = {} if shared is None else shared
-    inputs = _input_bytes(tm)
-    sizes = output_sizes(tm, insufficient)
-    if memory_mode == "buffer":
-        for j, raw in enumerate(inputs):
-            execution.set_input(j, raw, _dims(tm, j, raw))
-        buffers = [bytearray(bytes([POISON]) * s) for s in sizes]
-        for j, b in enumerate(buffers):
-            execution.set_output(j, b)
-        return lambda: [bytes(b) for b in buffers]
-    if memory_mode == "memory":
-        if "in" not in shared:
-            offsets, blob = [], bytearray()
+class Binding:
+    """Storage for the arguments of test model ``tm`` on ``compilation`` in ``memory_mode``
+    (``buffer``: bytearrays; ``memory``: one shared Memory for the inputs and one for the
+    outputs, 64-byte aligned; ``device``: one Memory from a descriptor per argument, filled
+    with ``Memory.copy``). Use: :meth:`attach` to an Execution, :meth:`poison` before each
+    compute, :meth:`load` to change the input values, :meth:`read` the outputs afterwards.
+    Raises NnapiError when the runtime or driver refuses a memory."""
+
+    def __init__(self, compilation, tm: TestModel, memory_mode: str, insufficient: bool = False):
+        if memory_mode not in ("buffer", "memory", "device"):
+            raise ValueError(f"unknown memory mode {memory_mode!r}")
+        self.mode = memory_mode
+        inputs = input_bytes(tm)
+        self.sizes = output_sizes(tm, insufficient)
+        self.in_dims = [None if raw is None else list(tm.main.operands[i].data.shape)
+                        for raw, i in zip(inputs, tm.main.input_indexes)]
+        self.in_sizes = [None if raw is None else len(raw) for raw in inputs]
+        if memory_mode == "buffer":
+            self.in_bufs = [None if raw is None else bytearray(raw) for raw in inputs]
+            self.out_bufs = [bytearray(s) for s in self.sizes]
+        elif memory_mode == "memory":
+            self.in_off, blob = [], bytearray()
             for raw in inputs:
                 blob.extend(b"\0" * (-len(blob) % ALIGN))
-                offsets.append(len(blob))
+                self.in_off.append(len(blob))
                 blob.extend(raw or b"")
-            out_offsets, total = [], 0
-            for s in sizes:
+            self.out_off, total = [], 0
+            for s in self.sizes:
                 total += -total % ALIGN
-                out_offsets.append(total)
+                self.out_off.append(total)
                 total += s
-            shared.update({"in": Memory.from_bytes(bytes(blob) or b"\0"), "in_off": offsets,
-                           "out": Memory(max(total, 1)), "out_off": out_offsets})
+            self.in_mem, self.out_mem = Memory.from_bytes(bytes(blob) or b"\0"), Memory(max(total, 1))
+        else:
+            self.dev_in = [None if raw is None else self._device_memory(compilation, "input", j)
+                           for j, raw in enumerate(inputs)]
+            self.dev_out = [self._device_memory(compilation, "output", j) for j in range(len(self.sizes))]
+            self.load_bytes(inputs)
+
+    @staticmethod
+    def _device_memory(compilation, role: str, j: int) -> Memory:
+        desc = MemoryDesc()
+        (desc.add_input_role if role == "input" else desc.add_output_role)(compilation, j, 1.0)
+        desc.finish()
+        return Memory.from_desc(desc)
+
+    def load(self, tm: TestModel) -> None:
+        """Write ``tm``'s input values (same shapes as the bound model's) into the storage."""
+        self.load_bytes(input_bytes(tm))
+
+    def load_bytes(self, inputs: list[bytes | None]) -> None:
+        """Write raw input values into the storage, in place (the same objects stay bound)."""
         for j, raw in enumerate(inputs):
             if raw is None:
-                execution.set_input(j, None)
+                continue
+            if len(raw) != self.in_sizes[j]:
+                raise ValueError(f"input {j}: {len(raw)} bytes, the binding holds {self.in_sizes[j]}")
+            if self.mode == "buffer":
+                self.in_bufs[j][:] = raw
+            elif self.mode == "memory":
+                self.in_mem.pool.buffer[self.in_off[j]:self.in_off[j] + len(raw)] = raw
             else:
-                execution.set_input_from_memory(j, shared["in"], shared["in_off"][j], len(raw), _dims(tm, j, raw))
-        for j, s in enumerate(sizes):
-            offset = shared["out_off"][j]
-            shared["out"].pool.buffer[offset:offset + s] = bytes([POISON]) * s
-            execution.set_output_from_memory(j, shared["out"], offset, s)
-        out, offs = shared["out"], shared["out_off"]
-        return lambda: [bytes(out.pool.buffer[o:o + s]) for o, s in zip(offs, sizes)]
-    if memory_mode == "device":
-        from runtime.nnapi.memory import MemoryDesc
-        compilation = execution.compilation
-        if "dev_in" not in shared:
-            dev_in, dev_out = [], []
-            for j, raw in enumerate(inputs):
-                if raw is None:
-                    dev_in.append(None)
-                    continue
-                desc = MemoryDesc()
-                desc.add_input_role(compilation, j, 1.0)
-                desc.finish()
-                mem = Memory.from_desc(desc)
-                Memory.copy(Memory.from_bytes(raw), mem)
-                dev_in.append(mem)
-            for j in range(len(sizes)):
-                desc = MemoryDesc()
-                desc.add_output_role(compilation, j, 1.0)
-                desc.finish()
-                dev_out.append(Memory.from_desc(desc))
-            shared.update({"dev_in": dev_in, "dev_out": dev_out})
-        for j, mem in enumerate(shared["dev_in"]):
-            if mem is None:
-                execution.set_input(j, None)
-            else:
-                execution.set_input_from_memory(j, mem, 0, 0)
-        for j, mem in enumerate(shared["dev_out"]):
-            execution.set_output_from_memory(j, mem, 0, 0)
+                Memory.copy(Memory.from_bytes(raw), self.dev_in[j])
 
-        def read() -> list[bytes]:
-            result = []
-            for mem, s in zip(shared["dev_out"], sizes):
-                host = Memory(s)
-                Memory.copy(mem, host)
-                result.append(bytes(host.pool.buffer[:s]))
-            return result
-        return read
-    raise ValueError(f"unknown memory mode {memory_mode!r}")
+    def poison(self) -> None:
+        """Fill every output with :data:`POISON`; driver memories through ``Memory.copy``
+        from a poisoned host memory (NNAPI lets any memory from a descriptor be a copy's
+        destination, whatever its roles; zero-byte outputs are left alone)."""
+        for j, s in enumerate(self.sizes):
+            if self.mode == "buffer":
+                self.out_bufs[j][:] = _poisoned(s)
+            elif self.mode == "memory":
+                self.out_mem.pool.buffer[self.out_off[j]:self.out_off[j] + s] = _poisoned(s)
+            elif self.dev_out[j].logical_size == s:
+                Memory.copy(Memory.from_bytes(_poisoned(s)), self.dev_out[j])
+
+    def attach(self, execution: Execution) -> None:
+        """Set every input and output of ``execution`` to this storage."""
+        for j, size in enumerate(self.in_sizes):
+            if size is None:
+                execution.set_input(j, None)
+            elif self.mode == "buffer":
+                execution.set_input(j, self.in_bufs[j], self.in_dims[j])
+            elif self.mode == "memory":
+                execution.set_input_from_memory(j, self.in_mem, self.in_off[j], size, self.in_dims[j])
+            else:
+                execution.set_input_from_memory(j, self.dev_in[j], 0, 0)
+        for j, s in enumerate(self.sizes):
+            if self.mode == "buffer":
+                execution.set_output(j, self.out_bufs[j])
+            elif self.mode == "memory":
+                execution.set_output_from_memory(j, self.out_mem, self.out_off[j], s)
+            else:
+                execution.set_output_from_memory(j, self.dev_out[j], 0, 0)
+
+    def read(self) -> list[bytes]:
+        """Each output's bytes after a compute (driver memories copied out to host memory)."""
+        if self.mode == "buffer":
+            return [bytes(b) for b in self.out_bufs]
+        if self.mode == "memory":
+            return [bytes(self.out_mem.pool.buffer[o:o + s]) for o, s in zip(self.out_off, self.sizes)]
+        result = []
+        for mem, s in zip(self.dev_out, self.sizes):
+            host = Memory(s)
+            Memory.copy(mem, host)
+            result.append(bytes(host.pool.buffer[:s]))
+        return result

@@ -23,7 +23,8 @@ from runtime.testing.test_model import TestModel
 from runtime.testing.transforms import with_dynamic_outputs, with_signed_quantization
 from runtime.types import NO_TIMING, DurationCode, OperandType, ResultCode
 
-from .binding import bind
+from .binding import Binding
+from .changed_inputs import changed_inputs
 from .modes import BASE, Mode
 
 #: Longest the harness waits on an asynchronous or fenced completion by default (seconds).
@@ -162,44 +163,71 @@ def _check_timing(execution: Execution, fenced: bool) -> None:
                       f"{values[DurationCode.IN_DRIVER]} ns")
 
 
-def _execute(compilation: Compilation, tm: TestModel, mode: Mode, require_timing: bool,
+def _compute(execution: Execution, compute: str, burst: Burst | None, wait_limit_s: float) -> None:
+    if compute in ("sync", "reusable"):
+        execution.compute()
+    elif compute == "async":
+        execution.start_compute().wait(wait_limit_s)
+    elif compute == "burst":
+        execution.burst_compute(burst)
+    else:
+        execution.start_compute_with_dependencies([], 0).wait(wait_limit_s)
+
+
+def _execute(compilation: Compilation, sequence: list[TestModel], mode: Mode, require_timing: bool,
              wait_limit_s: float = WAIT_LIMIT_S, measure_timing: bool = True):
-    """Run ``tm`` on ``compilation`` in ``mode``; returns a list of (output bytes,
-    dimensions) per run (a burst runs twice over the same memories)."""
-    runs, shared = [], {}
+    """Run each test model of ``sequence`` (one model, perhaps with other input values) in
+    turn on ``compilation`` in ``mode``, over one :class:`~cts.binding.Binding` (outputs
+    poisoned before each run, inputs rewritten in place between runs), one Burst for a
+    burst and one reusable Execution for ``reusable``; returns a list of (output bytes,
+    dimensions) per run (output bytes None after OUTPUT_INSUFFICIENT_SIZE)."""
+    runs, execution = [], None
+    binding = Binding(compilation, sequence[0], mode.memory, mode.outputs == "insufficient")
     burst = Burst(compilation) if mode.compute == "burst" else None
+    n_out = len(sequence[0].main.output_indexes)
     try:
-        for _ in range(2 if burst else 1):
-            execution = Execution(compilation)
-            if measure_timing:
-                execution.set_measure_timing(True)
-            read = bind(execution, tm, mode.memory, mode.outputs == "insufficient", shared)
+        for k, tm in enumerate(sequence):
+            if k and tm is not sequence[k - 1]:
+                binding.load(tm)
+            binding.poison()
+            if execution is None or mode.compute != "reusable":
+                execution = Execution(compilation)
+                if mode.compute == "reusable":
+                    execution.set_reusable(True)
+                if measure_timing:
+                    execution.set_measure_timing(True)
+                binding.attach(execution)
             try:
-                if mode.compute == "sync":
-                    execution.compute()
-                elif mode.compute == "async":
-                    execution.start_compute().wait(wait_limit_s)
-                elif mode.compute == "burst":
-                    execution.burst_compute(burst)
-                else:
-                    execution.start_compute_with_dependencies([], 0).wait(wait_limit_s)
+                _compute(execution, mode.compute, burst, wait_limit_s)
             except NnapiError as e:
                 if mode.outputs != "insufficient" or e.code != ResultCode.OUTPUT_INSUFFICIENT_SIZE:
                     raise
                 try:
-                    dims = [execution.get_output_operand_dimensions(j) for j in range(len(tm.main.output_indexes))]
+                    dims = [execution.get_output_operand_dimensions(j) for j in range(n_out)]
                 except NnapiError:
                     raise Failure("OUTPUT_INSUFFICIENT_SIZE without output dimensions") from None
                 runs.append((None, dims))
                 continue
             if require_timing:
                 _check_timing(execution, mode.compute == "fenced")
-            runs.append((read(), [execution.get_output_operand_dimensions(j)
-                                  for j in range(len(tm.main.output_indexes))]))
+            runs.append((binding.read(), [execution.get_output_operand_dimensions(j) for j in range(n_out)]))
     finally:
         if burst:
             burst.free()
     return runs
+
+
+def run_sequence(tm: TestModel, mode: Mode) -> list[tuple[str, TestModel]]:
+    """(label, test model) per run of ``tm`` in ``mode``: one run, or for a mode that
+    reuses objects (:attr:`Mode.reuses`) the example inputs, changed inputs
+    (:func:`cts.changed_inputs.changed_inputs`; the example inputs again when nothing can
+    change, or the outputs are insufficient), then the example inputs."""
+    if not mode.reuses:
+        return [("", tm)]
+    changed = None if mode.outputs == "insufficient" else changed_inputs(tm)
+    if changed is None:
+        return [("run 1", tm), ("run 2", tm)]
+    return [("run 1", tm), ("run 2 (changed inputs)", changed), ("run 3", tm)]
 
 
 def execute_compilation(compilation: Compilation, tm: TestModel, require_timing: bool = True,
@@ -207,7 +235,7 @@ def execute_compilation(compilation: Compilation, tm: TestModel, require_timing:
     """Run ``tm`` once on a finished ``compilation`` (sync, user buffers); returns
     [(output bytes, dimensions)]. Timing is requested only with ``require_timing`` (NNAPI
     allows it for single-device compilations only). Raises NnapiError or :class:`Failure`."""
-    return _execute(compilation, tm, BASE, require_timing, wait_limit_s, measure_timing=require_timing)
+    return _execute(compilation, [tm], BASE, require_timing, wait_limit_s, measure_timing=require_timing)
 
 
 def run_test_model(tm: TestModel, device: Device, mode: Mode = BASE, workdir: Path | None = None,
@@ -231,13 +259,14 @@ def run_test_model(tm: TestModel, device: Device, mode: Mode = BASE, workdir: Pa
                 return Outcome("skipped", f"driver {device.name} does not support {', '.join(ops)}",
                                "unsupported_by_driver")
         compilation = _compile(model, device, tm, mode, workdir)
-        runs = _execute(compilation, run, mode, require_timing, wait_limit_s)
+        sequence = run_sequence(run, mode)
+        runs = _execute(compilation, [t for _, t in sequence], mode, require_timing, wait_limit_s)
         extra = []
         if mode.cache:
             what = "planting a bad cache"
             try:
                 for what, c in bad_cache_compilations(model, device, tm, workdir):
-                    extra.append((what, _execute(c, run, BASE, require_timing, wait_limit_s)))
+                    extra.append((what, _execute(c, [run], BASE, require_timing, wait_limit_s)))
             except NnapiError as e:
                 raise Failure(f"after {what}: {e}") from None
     except NnapiError as e:
@@ -257,8 +286,8 @@ def run_test_model(tm: TestModel, device: Device, mode: Mode = BASE, workdir: Pa
                  if tm.main.operands[i].data is not None and dims[j] != list(tm.main.operands[i].data.shape)]
         return Outcome("failed", "; ".join(wrong)) if wrong else Outcome("passed")
     problems = []
-    for k, (outputs, dims) in enumerate(runs):
-        problems += [f"run {k + 1}: {p}" if len(runs) > 1 else p for p in judge(run, outputs, dims)]
+    for (label, judged), (outputs, dims) in zip(sequence, runs):
+        problems += [f"{label}: {p}" if label else p for p in judge(judged, outputs, dims)]
     for what, extra_runs in extra:
         problems += [f"after {what}: {p}" for p in judge(run, *extra_runs[0])]
     if problems:

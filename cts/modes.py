@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from runtime.testing.test_model import TestModel
 from runtime.types import OperandType, OperationType
 
-COMPUTE = ("sync", "async", "burst", "fenced")
+COMPUTE = ("sync", "async", "burst", "fenced", "reusable")
 MEMORY = ("buffer", "memory", "device")
 OUTPUTS = ("specified", "dynamic", "insufficient")
 
@@ -44,6 +44,14 @@ class Mode:
                                    (self.outputs, "specified")) if p != base]
         parts += ["cache"] * self.cache + ["coupling"] * self.coupling
         return "+".join(parts) or "sync"
+
+    @property
+    def reuses(self) -> bool:
+        """Whether executions reuse an object: a burst, a reusable execution (one Execution
+        computed several times, NNAPI FL5 ``setReusable``), shared memory objects or driver
+        memories. Such modes run the example inputs, changed inputs, then the example
+        inputs again (:mod:`cts.changed_inputs`)."""
+        return self.compute in ("burst", "reusable") or self.memory != "buffer"
 
     @property
     def valid(self) -> bool:
@@ -82,8 +90,8 @@ def parse_mode(name: str) -> Mode:
 
 
 #: The CI default: every axis value once, with the other axes at their base.
-DEFAULT_MODES = [BASE] + [parse_mode(n) for n in ("async", "burst", "fenced", "memory", "device", "dynamic",
-                                                    "insufficient", "cache", "coupling")]
+DEFAULT_MODES = [BASE] + [parse_mode(n) for n in ("async", "burst", "fenced", "reusable", "memory", "device",
+                                                    "dynamic", "insufficient", "cache", "coupling")]
 
 
 def all_modes() -> list[Mode]:
