@@ -185,7 +185,9 @@ class Execution:
 
     def set_input(self, index: int, value, dimensions=None) -> None:
         """Bind input ``index`` to ``value`` (numpy array or bytes; None: omitted optional
-        input). A numpy array gives the dimensions of an operand declared with unknown ones."""
+        input). A numpy array gives the dimensions of an operand declared with unknown ones.
+        A bytearray is read when the execution computes (NNAPI reads the buffer then, so a
+        reusable execution sees the contents of each compute); other values are copied now."""
         self._check_preparation("set_input")
         operand = self._operand("input", index)
         if value is None:
@@ -198,7 +200,8 @@ class Execution:
         if isinstance(value, np.ndarray):
             dtype = None if is_extension_type(operand.type) else operand_dtype(operand.type)
             value = np.ascontiguousarray(value, dtype=dtype)
-        raw = bytes(value) if not isinstance(value, np.ndarray) else value.tobytes()
+        raw = value if isinstance(value, bytearray) else bytes(value) if not isinstance(value, np.ndarray) \
+            else value.tobytes()
         self._check_length("input", index, operand, dims, len(raw))
         self._inputs[index] = _Arg(buffer=raw, dims=dims if dimensions is not None or dims != list(operand.dimensions) else None)
 
