@@ -23,11 +23,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from cts.binding import POISON
 from runtime.errors import HalError
 from runtime.hal.memory import SharedMemory
 from runtime.hal.sync import ExecutionCallback, SyncFence
 from runtime.hal.types import OutputShape, Request, Timing
 from runtime.testing.criteria import judge
+from runtime.testing.hal_convert import to_hal_request
 from runtime.testing.test_model import TestModel, TestOperand, TestOperation, TestSubgraph
 from runtime.types import (NO_TIMING, ErrorStatus, MeasureTiming, OperandLifeTime, OperandType,
                            OperationType, PreferenceCode, PriorityCode, is_float_type, operand_dtype)
@@ -136,6 +138,8 @@ class Run:
     message: str = ""
     fence: SyncFence | None = None
     timing_fenced: Timing | None = None
+    #: The test model whose inputs and expected values this run has (None: the original).
+    model: TestModel | None = None
 
     def describe(self) -> str:
         return f"{self.label}: {status_name(self.status)}" + (f" ({self.message})" if self.message else "")
@@ -232,48 +236,60 @@ def execute(path: str, prepared, request, measure=MeasureTiming.NO, deadline_ns=
     raise ValueError(f"unknown execution path {path!r}; paths: {', '.join(PATHS)}")
 
 
-def clear_outputs(request: Request) -> None:
-    """Zero every output argument's bytes in its shared-memory pool (so one execution's
-    results cannot pass for the next one's)."""
+def poison_outputs(request: Request) -> None:
+    """Fill every output argument's bytes in its shared-memory pool with
+    :data:`cts.binding.POISON` (so a driver that does not write an output, or replays an
+    earlier execution's, fails)."""
     for arg in request.outputs:
         if arg.has_no_value:
             continue
         pool = request.pools[arg.location.pool_index]
         if isinstance(pool, SharedMemory):
             loc = arg.location
-            pool.buffer[loc.offset:loc.offset + loc.length] = bytes(loc.length)
+            pool.buffer[loc.offset:loc.offset + loc.length] = bytes([POISON]) * loc.length
 
 
-def path_runs(path: str, prepared, request: Request, wait_limit_s: float = WAIT_LIMIT_S):
-    """Yield each :class:`Run` the generated tests make on ``path`` (outputs cleared before
+def _inputs_of(request: Request, tm: TestModel | None, original: bytes) -> None:
+    """Write ``tm``'s input values (None: the ``original`` bytes) into input pool 0."""
+    request.pools[0].buffer[:] = original if tm is None else to_hal_request(tm).pools[0].buffer
+
+
+def path_runs(path: str, prepared, request: Request, wait_limit_s: float = WAIT_LIMIT_S,
+              changed: TestModel | None = None):
+    """Yield each :class:`Run` the generated tests make on ``path`` (outputs poisoned before
     each; read them before resuming the generator):
 
     * ``sync``: ``execute_synchronously`` without, then with timing measured;
     * ``async``: ``execute_asynchronously`` (ExecutionCallback) without, then with timing;
     * ``fenced``: ``execute_fenced`` with no dependencies, then waiting for the first
       execution's (already signaled) fence, with timing (AOSP ``GeneratedTestHarness``);
-    * ``burst``: one IBurst, two executions giving each pool a token (0, 1, ...), the
-      second over the same memories, then every token released;
-    * ``reusable``: one IExecution (timing measured) computed twice.
+    * ``burst``: one IBurst, executions giving each pool a token (0, 1, ...) over the same
+      memories, then every token released;
+    * ``reusable``: one IExecution (timing measured) computed several times.
 
-    Stops after the first run that fails."""
+    A burst and a reusable execution run twice; given ``changed`` (the model with other
+    input values, same shapes: :func:`cts.changed_inputs.changed_inputs`) three times:
+    example inputs, ``changed``'s written into the same input pool (``Run.model`` is then
+    ``changed``), example inputs again. Stops after the first run that fails."""
     no, yes = MeasureTiming.NO, MeasureTiming.YES
+    original = bytes(request.pools[0].buffer) if request.pools else b""
+    inputs = [None, None] if changed is None else [None, changed, None]
     if path in ("sync", "async"):
         for k, measure in enumerate((no, yes)):
-            clear_outputs(request)
+            poison_outputs(request)
             run = execute(path, prepared, request, measure, None, wait_limit_s)
             run.label = f"{path} run {k + 1} (measure {measure.name})"
             yield run
             if run.status != ErrorStatus.NONE:
                 return
     elif path == "fenced":
-        clear_outputs(request)
+        poison_outputs(request)
         first = execute_fenced(prepared, request, (), no, None, wait_limit_s,
                                label="fenced run 1 (no dependencies)")
         yield first
         if first.status != ErrorStatus.NONE:
             return
-        clear_outputs(request)
+        poison_outputs(request)
         yield execute_fenced(prepared, request, [first.fence], yes, None, wait_limit_s,
                              label="fenced run 2 (waiting for run 1's signaled fence, measure YES)")
     elif path == "burst":
@@ -283,10 +299,14 @@ def path_runs(path: str, prepared, request: Request, wait_limit_s: float = WAIT_
             return
         burst = created.value
         tokens = list(range(len(request.pools)))
-        for k, measure in enumerate((no, yes)):
-            clear_outputs(request)
+        for k, tm in enumerate(inputs):
+            measure = yes if k else no
+            _inputs_of(request, tm, original)
+            poison_outputs(request)
             run = execute_burst(burst, request, tokens, measure, None,
-                                label=f"burst run {k + 1} (memory tokens {tokens}, measure {measure.name})")
+                                label=f"burst run {k + 1}{' (changed inputs)' * bool(tm)} (memory tokens "
+                                      f"{tokens}, measure {measure.name})")
+            run.model = tm
             yield run
             if run.status != ErrorStatus.NONE:
                 return
@@ -300,9 +320,12 @@ def path_runs(path: str, prepared, request: Request, wait_limit_s: float = WAIT_
         if not created.ok:
             yield Run("create_reusable_execution", created.status, yes, message=created.message)
             return
-        for k in range(2):
-            clear_outputs(request)
-            run = execute_reusable(created.value, yes, None, label=f"reusable compute {k + 1} (measure YES)")
+        for k, tm in enumerate(inputs):
+            _inputs_of(request, tm, original)
+            poison_outputs(request)
+            run = execute_reusable(created.value, yes, None, label=f"reusable compute {k + 1}"
+                                                                   f"{' (changed inputs)' * bool(tm)} (measure YES)")
+            run.model = tm
             yield run
             if run.status != ErrorStatus.NONE:
                 return
@@ -342,8 +365,10 @@ def output_bytes(request: Request) -> list[bytes]:
 def check_run(tm: TestModel, request: Request, run: Run) -> list[str]:
     """Problems with a run of ``tm`` that had to succeed: its status, its timing, its output
     shapes (none, or one per output, each sufficient: AOSP) and its results against the
-    NNAPI criteria (:func:`runtime.testing.criteria.judge`). A fenced run reports no shapes:
-    the request's output dimensions are used, else the model's."""
+    NNAPI criteria (:func:`runtime.testing.criteria.judge`; ``run.model``'s expected values
+    when the run had changed inputs). A fenced run reports no shapes: the request's output
+    dimensions are used, else the model's."""
+    tm = run.model or tm
     if run.status != ErrorStatus.NONE:
         return [run.describe()]
     problems = timing_problems(run)
@@ -368,7 +393,6 @@ def check_run(tm: TestModel, request: Request, run: Run) -> list[str]:
 def evaluate_prepared(prepared, tm: TestModel, paths=("sync", "burst"), wait_limit_s=WAIT_LIMIT_S) -> list[str]:
     """Problems running ``tm`` on ``prepared`` through ``paths`` (AOSP
     ``EvaluatePreparedModel`` with TestKind GENERAL: sync and burst)."""
-    from runtime.testing.hal_convert import to_hal_request
     problems = []
     for path in paths:
         request = to_hal_request(tm)

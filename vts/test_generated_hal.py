@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import pytest
 
+from cts.changed_inputs import changed_inputs
 from nncts.pytest_plugin import corpus_models, model_marks
 from runtime.testing.hal_convert import to_hal_model, to_hal_request
 from runtime.testing.support import not_implemented_reason
 from runtime.types import ErrorStatus
 from vts.hal_harness import (PATHS, VtsFailure, check_run, path_runs, prepare, supported_operations)
+
+#: Paths that reuse one object across executions: they also run changed inputs in between.
+REUSING_PATHS = ("burst", "reusable")
 
 
 def pytest_generate_tests(metafunc):
@@ -75,7 +79,8 @@ def _expect_rejection(hal, tm, model, path: str, wait_limit: float) -> None:
 def test_generated_hal(vts_generated_case, nncts_device, request):
     """Prepare one corpus model on the HAL and run it on one execution path; every run must
     succeed with correct output shapes, timing and values (NNAPI accuracy criteria), and must
-    not modify the request's inputs."""
+    not modify the request's inputs. Burst and reusable executions run the example inputs,
+    changed inputs (:mod:`cts.changed_inputs`) in the same pool, then the example inputs."""
     tm, path, not_implemented = vts_generated_case
     _tag(request, tm, path)
     if not_implemented:
@@ -102,10 +107,12 @@ def test_generated_hal(vts_generated_case, nncts_device, request):
             pytest.fail(f"prepare_model of a fully supported model: {prepared.describe()}", pytrace=False)
         hal_request = to_hal_request(tm)
         inputs_before = bytes(hal_request.pools[0].buffer)
+        changed = changed_inputs(tm) if path in REUSING_PATHS else None
         problems = []
-        for run in path_runs(path, prepared.value, hal_request, wait_limit):
+        for run in path_runs(path, prepared.value, hal_request, wait_limit, changed):
             problems += check_run(tm, hal_request, run)
-            if bytes(hal_request.pools[0].buffer) != inputs_before:
+            given = inputs_before if run.model is None else bytes(to_hal_request(run.model).pools[0].buffer)
+            if bytes(hal_request.pools[0].buffer) != given:
                 problems.append(f"{run.label}: the driver modified the request's input memory")
             if problems:
                 break
