@@ -4,10 +4,9 @@ example inputs, then with changed inputs, then with the example inputs again, so
 that keeps stale state (replays earlier results, caches a memory's old contents) fails.
 
 The change keeps the model valid: each float or quantized input tensor's elements are
-permuted (reversed; rotated by one when reversing leaves them as they were), so every value
-stays one the model was given (a LOG or SQRT input stays in its domain, a quantized value in
-its range); a tensor of one repeated value is offset instead (:func:`changed`); INT32,
-boolean and scalar inputs (indices, shapes, axes) are left alone. The
+permuted, so every value stays one the model was given (a LOG or SQRT input stays in its
+domain, a quantized value in its range), or offset when no permutation changes the results
+(:data:`CHANGES`); INT32, boolean and scalar inputs (indices, shapes, axes) are left alone. The
 expected outputs come from the reference executor (:mod:`runtime.executor`) on the changed
 model, as random graphs compute theirs.
 """
@@ -19,6 +18,7 @@ import numpy as np
 
 from runtime.errors import HalError
 from runtime.executor import execute
+from runtime.testing.criteria import judge
 from runtime.testing.hal_convert import read_outputs, to_hal_model, to_hal_request
 from runtime.testing.test_model import TestModel
 from runtime.types import OperandType as T
@@ -28,19 +28,24 @@ CHANGEABLE = {T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM, T.TENSO
               T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT16_ASYMM, T.TENSOR_QUANT16_SYMM}
 
 
-def changed(data: np.ndarray) -> np.ndarray:
-    """``data`` with other values, same shape and dtype: its elements reversed, or rotated by
-    one when reversing changes nothing; when no permutation does (one distinct value), an
-    offset: floats times 1.5 (0 becomes 0.5; signs, hence domains, are kept), integers
-    (quantized) one quantum up (down at the type's maximum)."""
-    flat = data.reshape(-1)
-    for candidate in (flat[::-1], np.roll(flat, 1)):
-        if candidate.tobytes() != flat.tobytes():
-            return np.ascontiguousarray(candidate).reshape(data.shape)
+#: Quanta a quantized input is offset by.
+QUANTA = 8
+
+
+def _offset(data: np.ndarray) -> np.ndarray:
     if np.issubdtype(data.dtype, np.floating):
         return np.where(data == 0, 0.5, data * 1.5).astype(data.dtype)
-    wide = data.astype(np.int64)
-    return np.where(wide == np.iinfo(data.dtype).max, wide - 1, wide + 1).astype(data.dtype)
+    wide, top = data.astype(np.int64), np.iinfo(data.dtype).max
+    return np.where(wide > top - QUANTA, wide - QUANTA, wide + QUANTA).astype(data.dtype)
+
+
+#: The changes tried in turn, each on every changeable input: elements reversed, rotated by
+#: one, then offset (floats times 1.5 with 0 becoming 0.5, so signs and hence domains are
+#: kept; integers, i.e. quantized values, :data:`QUANTA` quanta up, down near the type's
+#: maximum: one quantum is within the quantized tolerance).
+CHANGES = (("reversed", lambda d: d.reshape(-1)[::-1].reshape(d.shape)),
+           ("rotated", lambda d: np.roll(d.reshape(-1), 1).reshape(d.shape)),
+           ("offset", _offset))
 
 
 def _reference_outputs(tm: TestModel) -> list[np.ndarray] | None:
@@ -53,32 +58,45 @@ def _reference_outputs(tm: TestModel) -> list[np.ndarray] | None:
 
 
 def changed_inputs(tm: TestModel) -> TestModel | None:
-    """A copy of ``tm`` with changed inputs (see the module) and the reference executor's
-    outputs as its expected values; None when nothing can change: no non-empty input of a
-    changeable type, a validation or RANDOM_MULTINOMIAL model, the reference
-    refusing the changed model, an output of another shape, or the same expected bytes.
-    Only the changed operands are copied (constants are shared with ``tm``)."""
+    """A copy of ``tm`` with changed inputs and the reference executor's outputs as its
+    expected values: the first of :data:`CHANGES` under which ``tm``'s expected outputs
+    fail (a reversal can leave a sum, a window's maximum or a symmetric softmax as it
+    was). None when nothing changes them: no non-empty input of a :data:`CHANGEABLE` type,
+    a validation or RANDOM_MULTINOMIAL model, the reference refusing every change or giving
+    outputs of other shapes (data-dependent shapes). Only the changed operands are copied
+    (constants are shared with ``tm``)."""
     if tm.expect_failure or (tm.multinomial_tolerance or 0) > 0:
         return None
-    operands, any_change = list(tm.main.operands), False
-    for idx in tm.main.input_indexes:
-        o = operands[idx]
-        if o.data is not None and o.type in CHANGEABLE and o.data.size:
-            operands[idx], any_change = dataclasses.replace(o, data=changed(o.data)), True
-    if not any_change:
-        return None
+    inputs = [idx for idx in tm.main.input_indexes if tm.main.operands[idx].data is not None
+              and tm.main.operands[idx].type in CHANGEABLE and tm.main.operands[idx].data.size]
+    for _, change in CHANGES if inputs else ():
+        operands = list(tm.main.operands)
+        for idx in inputs:
+            operands[idx] = dataclasses.replace(operands[idx], data=np.ascontiguousarray(change(operands[idx].data)))
+        other = _with_reference_outputs(tm, operands)
+        if other is not None:
+            return other
+    return None
+
+
+def _with_reference_outputs(tm: TestModel, operands: list) -> TestModel | None:
+    """``tm`` over ``operands`` (changed inputs) with the reference's outputs; None when the
+    reference refuses it, an output changes shape, or ``tm``'s expected outputs would still
+    pass (:func:`runtime.testing.criteria.judge`: a change within the tolerances cannot
+    show stale results)."""
     other = dataclasses.replace(tm, main=dataclasses.replace(tm.main, operands=operands))
     outputs = _reference_outputs(other)
     if outputs is None:
         return None
-    differs = False
     for idx, value in zip(tm.main.output_indexes, outputs):
         o = operands[idx]
         if o.data is None:
             continue
         if list(value.shape) != list(o.data.shape):
             return None
-        value = np.ascontiguousarray(value, o.data.dtype)
-        differs = differs or value.tobytes() != np.ascontiguousarray(o.data).tobytes()
-        operands[idx] = dataclasses.replace(o, data=value)
-    return other if differs else None
+        operands[idx] = dataclasses.replace(o, data=np.ascontiguousarray(value, o.data.dtype))
+    old = [tm.main.operands[i].data for i in tm.main.output_indexes]
+    stale = judge(other, [b"" if d is None else d.tobytes() for d in old],
+                  [tm.main.operands[i].dimensions if d is None else list(d.shape)
+                   for d, i in zip(old, tm.main.output_indexes)])
+    return other if stale else None
