@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from nncts.preflight import OneLineUsageErrors, PytestUsageError, check_driver, check_suite_arguments, one_line
 from reports.html import write_reports
 from runtime.drivers import DEFAULT_DRIVER, available_drivers
 
@@ -64,19 +65,27 @@ def _run_suite(suite: Suite, args, extra, suite_args: list[str] | None = None,
                suite_meta: dict | None = None) -> int:
     """Run ``suite`` with pytest: shared options (--driver, --corpus, --timeout, --resume),
     the suite's own (``suite_args``), outcome records and junit.xml in the report directory,
-    then summary.json and index.html (``suite_meta`` added to its run description). Returns
-    pytest's exit code."""
-    report_dir = Path(args.report_dir)
-    report_dir.mkdir(parents=True, exist_ok=True)
+    progress lines with an ETA (:mod:`nncts.progress`; pytest's per-test dots off unless
+    ``-v``), then summary.json and index.html (``suite_meta`` added to its run description).
+    Bad arguments (:func:`nncts.preflight.check_suite_arguments`, and what pytest itself
+    rejects) exit 2 with one line on stderr before any test starts. Returns pytest's exit
+    code."""
+    prog = f"nncts {suite.command}"
+    try:
+        report_dir = check_suite_arguments(args, extra)
+    except ValueError as e:
+        _usage_exit(prog, e)
     records = report_dir / "outcomes.jsonl"
     if records.exists() and not args.resume:
         records.unlink()
     pytest_args = [*suite.paths, "-p", "nncts.pytest_plugin"]
     for plugin in suite.plugins:
         pytest_args += ["-p", plugin]
+    verbose = any(a == "--verbose" or (a.startswith("-v") and set(a[1:]) == {"v"}) for a in extra)
     pytest_args += ["-p", "no:cacheprovider", *_driver_args(args), "--nncts-report", str(report_dir),
                     "--junitxml", str(report_dir / "junit.xml"), "-o", f"junit_suite_name=nncts-{suite.command}",
-                    "-o", "console_output_style=count", "--timeout", str(args.timeout)]
+                    "-o", "console_output_style=classic", f"--nncts-progress={suite.command}",
+                    *([] if verbose else ["-q"]), "--timeout", str(args.timeout), "-W", _IMPORTED_PLUGINS]
     if args.resume:
         pytest_args.append("--nncts-resume")
     corpus, specs = getattr(args, "corpus", None), getattr(args, "specs", False)
@@ -85,7 +94,12 @@ def _run_suite(suite: Suite, args, extra, suite_args: list[str] | None = None,
     if specs:
         pytest_args.append("--specs")
     pytest_args += suite_args or []
-    code = int(pytest.main(pytest_args + extra))
+    try:
+        code = int(pytest.main(pytest_args + extra, plugins=[OneLineUsageErrors()]))
+    except PytestUsageError as e:
+        if records.exists() and records.stat().st_size == 0:
+            records.unlink()
+        _usage_exit(prog, e)
     if records.exists():
         meta = {"driver": _driver_label(args), "suite": suite.command, "pytest_exit_code": code}
         if corpus is not None:
@@ -95,6 +109,17 @@ def _run_suite(suite: Suite, args, extra, suite_args: list[str] | None = None,
         paths = write_reports(records, report_dir, title=f"{suite.title}: driver {_driver_label(args)}", meta=meta)
         print("report:", ", ".join(str(p) for p in [report_dir / "junit.xml", records, *paths]))
     return code
+
+
+#: Warning filter: the checks before pytest starts import plugin parts (nncts.sharding,
+#: nncts.expectations, ...), which pytest then cannot assertion-rewrite; they need not be.
+_IMPORTED_PLUGINS = "ignore:Module already imported so cannot be rewritten; nncts.:pytest.PytestAssertRewriteWarning"
+
+
+def _usage_exit(prog: str, error) -> None:
+    """Exit 2 with ``<prog>: error: <message>`` on one line of stderr."""
+    sys.stderr.write(f"{prog}: error: {one_line(error)}\n")
+    sys.exit(2)
 
 
 def _driver_args(args) -> list[str]:
@@ -116,15 +141,6 @@ def _driver_label(args) -> str:
     return args.driver + (" (out of process)" if getattr(args, "driver_process", False) else "")
 
 
-def _check_driver(args, parser) -> None:
-    """A driver name that no bundled driver or entry point has is one line and exit 2 (a
-    ``module:factory`` spec is checked when it loads)."""
-    if not getattr(args, "driver_endpoint", None) and ":" not in args.driver \
-            and args.driver not in available_drivers():
-        parser.exit(2, f"nncts {args.command}: error: --driver: no driver named {args.driver!r}; available: "
-                       f"{', '.join(available_drivers())} (or give module:factory)\n")
-
-
 def _cts(args, extra) -> int:
     return _run_suite(_suites()["cts"], args, extra)
 
@@ -141,12 +157,13 @@ def _random_graph(args, extra, parser) -> int:
     from random_graph.configs import all_configs, select
     from runtime.drivers import DriverNotFound, load_driver
     try:
-        level = int(load_driver(args.driver).get_feature_level())
-        select(all_configs(level), args.config)
         if args.seeds < 1:
             raise ValueError("--seeds must be at least 1")
+        check_driver(args.driver)
+        level = int(load_driver(args.driver).get_feature_level())
+        select(all_configs(level), args.config)
     except (DriverNotFound, TypeError, ValueError) as e:
-        parser.exit(2, f"nncts random-graph: error: {e}\n")
+        _usage_exit("nncts random-graph", e)
     dump = str(Path(args.report_dir) / "graphs")
     suite_args = ["--seeds", str(args.seeds), "--first-seed", str(args.first_seed), "--graph-dump", dump]
     for c in args.config:
@@ -205,6 +222,10 @@ def _mlts(args, parser) -> int:
     except ImportError as e:
         parser.exit(2, f"{prog}: error: {e} (pip install 'nncts[mlts]')\n")
     names = [n for group in args.models for n in group.split(",") if n.strip()]
+    try:
+        check_driver(args.driver)
+    except ValueError as e:
+        _usage_exit(prog, e)
     if args.driver_process:
         from runtime.remote import PROCESS_PREFIX
         args.driver = PROCESS_PREFIX + args.driver
@@ -409,7 +430,6 @@ def main(argv=None) -> int:
         return _mlts(args, parser)
     if args.command == "coverage":
         return _coverage(args, parser)
-    _check_driver(args, parser)
     if args.command == "random-graph":
         return _random_graph(args, extra, parser)
     return _cts(args, extra) if args.command == "cts" else _vts(args, extra)

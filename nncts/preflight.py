@@ -1,0 +1,181 @@
+"""Checks of an ``nncts`` suite command's arguments before any test starts.
+
+Every check raises ValueError with a one-line message naming the option and the problem;
+the command (:mod:`nncts.cli`) prints it as ``nncts <command>: error: <message>`` and exits
+with code 2. :func:`check_suite_arguments` runs them all for ``nncts cts|vts|random-graph``
+(and what ``nncts certify`` runs through them): the driver, the timeouts, the corpus
+directories and files, the pytest options the suites' plugins validate (``--shard``,
+``--mode``, ``--baseline``, ``--profile``), then creates the report directory.
+
+What pytest itself rejects later (an unknown option, a value its plugins refuse in
+``pytest_configure`` or while collecting) leaves ``pytest.main`` as
+:class:`PytestUsageError` through the :class:`OneLineUsageErrors` plugin object, so that it
+too is one line and exit 2 instead of pytest's multi-line ``ERROR: usage: ...`` and exit 4.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+from pathlib import Path
+
+import pytest
+
+
+def one_line(text: str) -> str:
+    """``text`` with its whitespace runs (newlines included) collapsed to single spaces."""
+    return " ".join(str(text).split())
+
+
+def check_driver(spec: str) -> None:
+    """A ``--driver`` value must name a driver that loads: a bundled name (its module must
+    import: e.g. ``onnxruntime`` needs its package), an entry point in group
+    ``nncts.drivers``, or ``module:factory`` whose module imports and has that attribute.
+    The factory is not called (a driver's own construction failures are test outcomes).
+    Raises ValueError."""
+    from runtime.drivers import BUNDLED, available_drivers
+    target = BUNDLED.get(spec, spec)
+    if ":" in target:
+        module, _, attr = target.partition(":")
+        try:
+            getattr(importlib.import_module(module), attr)
+        except Exception as e:  # ImportError, AttributeError, or the module failing as it imports
+            raise ValueError(f"--driver: cannot load driver {spec!r}: {one_line(e) or type(e).__name__}") from None
+    elif spec not in available_drivers():
+        raise ValueError(f"--driver: no driver named {spec!r}; available: {', '.join(available_drivers())} "
+                         f"(or give module:factory)")
+
+
+def check_positive(option: str, value: float | None) -> None:
+    """A number of seconds (``--timeout``, ``--driver-timeout``) must be positive when
+    given. Raises ValueError."""
+    if value is not None and not value > 0:
+        raise ValueError(f"{option}: must be a positive number of seconds, got {value:g}")
+
+
+def check_corpus(corpus: list[str]) -> None:
+    """The ``--corpus`` directories must exist and every test model in them must load (the
+    suites' loader, :func:`runtime.testing.test_model.iter_corpus`), so a malformed corpus
+    file (:class:`~runtime.testing.test_model.CorpusError`, naming the file and field) stops
+    the command before pytest starts: under pytest-xdist a worker's collection error would
+    not be one line. About a second for a corpus the size of the vendored one; the vendored
+    corpus and the built specs (the default, and ``--specs``) are not checked again here.
+    Raises ValueError."""
+    from runtime.testing.test_model import CorpusError, iter_corpus
+    missing = [c for c in corpus if not Path(c).exists()]
+    if missing:
+        raise ValueError(f"--corpus: no such directory: {', '.join(missing)}")
+    try:
+        for _ in iter_corpus(corpus):
+            pass
+    except CorpusError as e:
+        raise ValueError(f"--corpus: {one_line(e)}") from None
+
+
+def _checked_options() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    p.add_argument("--shard")
+    p.add_argument("--mode", action="append", default=[])
+    p.add_argument("--baseline")
+    p.add_argument("--profile")
+    return p
+
+
+def _provider(module: str, name: str):
+    """``module.name`` when that module (another part of the plugin) provides it yet, else None."""
+    try:
+        return getattr(importlib.import_module(module), name, None)
+    except ImportError:
+        return None
+
+
+def check_pytest_options(extra: list[str]) -> None:
+    """The suite options among the arguments passed on to pytest, checked with the functions
+    their plugins use: ``--shard I/N`` (:func:`nncts.sharding.parse_shard`), ``--mode``
+    (:func:`cts.modes.parse_modes`), ``--baseline FILE``
+    (:func:`nncts.expectations.load_baseline`), ``--profile`` (:func:`nncts.requirements.load_profile`);
+    a checker its module does not provide is left to pytest. Raises ValueError."""
+    try:
+        ns, _ = _checked_options().parse_known_args(extra)
+    except argparse.ArgumentError as e:
+        raise ValueError(one_line(e)) from None
+    checks = [("--shard", ns.shard, ("nncts.sharding", "parse_shard")),
+              ("--mode", ns.mode or None, ("cts.modes", "parse_modes")),
+              ("--baseline", ns.baseline, ("nncts.expectations", "load_baseline")),
+              ("--profile", ns.profile, ("nncts.requirements", "load_profile"))]
+    for option, value, (module, name) in checks:
+        check = _provider(module, name) if value is not None else None
+        if check is None:
+            continue
+        try:
+            check(value)
+        except ValueError as e:
+            raise ValueError(f"{option}: {one_line(e)}") from None
+
+
+def make_report_dir(path: str | Path) -> Path:
+    """Create the report directory (and its parents). Raises ValueError when it cannot be
+    created (a file in the way, no permission)."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ValueError(f"--report-dir {path}: cannot create it ({e.strerror or e})") from None
+    return path
+
+
+def check_suite_arguments(args, extra: list[str]) -> Path:
+    """Every check of a suite command (``args`` from its parser: ``driver``,
+    ``driver_endpoint``, ``timeout``, ``driver_timeout``, ``corpus`` when the suite reads
+    one, ``report_dir``; ``extra`` the arguments for pytest), cheapest first, the corpus last; then the report directory is created and returned. A driver
+    endpoint is not contacted. Raises ValueError."""
+    if not getattr(args, "driver_endpoint", None):
+        check_driver(args.driver)
+    check_positive("--timeout", getattr(args, "timeout", None))
+    check_positive("--driver-timeout", getattr(args, "driver_timeout", None))
+    check_pytest_options(extra)
+    check_corpus(getattr(args, "corpus", None) or [])
+    return make_report_dir(args.report_dir)
+
+
+class PytestUsageError(Exception):
+    """pytest rejected its arguments; ``str()`` is pytest's message on one line."""
+
+
+def _pytest_message(e: pytest.UsageError) -> str:
+    """pytest's usage error as one line: the ``error: ...`` line of an argument-parsing
+    error (without the usage text and the inifile/rootdir lines), else its message."""
+    lines = [line for arg in e.args for line in str(arg).splitlines() if line.strip()]
+    for line in lines:
+        if ": error: " in line:
+            return one_line(line.split(": error: ", 1)[1])
+    return one_line("; ".join(lines))
+
+
+class OneLineUsageErrors:
+    """pytest plugin object (``pytest.main(args, plugins=[OneLineUsageErrors()])``): a usage
+    error from parsing pytest's options, from a plugin's ``pytest_configure`` or from
+    collection (a ``pytest_generate_tests`` raising UsageError, a path that does not exist)
+    leaves ``pytest.main`` as :class:`PytestUsageError` instead of pytest's own multi-line
+    report (exit 4) or a collection error."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_cmdline_parse(self, pluginmanager, args):
+        try:
+            return (yield)
+        except pytest.UsageError as e:
+            raise PytestUsageError(_pytest_message(e)) from None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_cmdline_main(self, config):
+        try:
+            return (yield)
+        except pytest.UsageError as e:
+            raise PytestUsageError(_pytest_message(e)) from None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(self, collector):
+        report = yield
+        call = getattr(report, "call", None)
+        if call is not None and call.excinfo is not None and isinstance(call.excinfo.value, pytest.UsageError):
+            raise call.excinfo.value
+        return report
