@@ -172,3 +172,50 @@ def test_a_driver_that_never_writes_outputs_fails(tmp_path):
     passed = [rid for rid, r in judged.items() if r["outcome"] != "failed"]
     assert not passed, passed[:10]
     assert {r["mode"] for r in judged.values()} == {"sync", "memory"}
+
+
+#: Models of STALE_SELECTION whose outputs no valid change of their float/quantized inputs
+#: can move (each output is one clipped or uniform value): a driver replaying its first
+#: results still gives their right answer. Read off the corpus: RELU6-clipped pools of
+#: inputs above 6, a softmax of a row of equal values, RELU1 of values all above 1.
+INPUT_INDEPENDENT = {"V1_0/max_pool_float_3/max_pool_float_3", "V1_0/max_pool_quant8_3/max_pool_quant8_3",
+                     "V1_0/softmax_float_1/softmax_float_1", "V1_0/softmax_quant8_1/softmax_quant8_1",
+                     "V1_0/relu1_quant8_1/relu1_quant8_1_2"}
+#: (Not the "all inputs as internal" twins: their ADD mark would pull in every V1_0 model.)
+STALE_SELECTION = ["-k", "V1_0 and (conv_float or max_pool or relu1 or softmax or mul) and not internal"]
+REUSING_MODES = ("burst", "reusable", "memory", "device")
+
+
+def test_a_driver_replaying_its_first_results_fails_every_mode_that_reuses_objects(tmp_path):
+    """tests.broken_drivers:ReplaysFirstResults computes each prepared model's first
+    execution and replays it afterwards. The base mode executes once and passes; burst,
+    reusable, memory and device modes run example -> changed -> example inputs over the same
+    objects and fail at run 2 on every model whose outputs depend on its inputs."""
+    code, records, out = run_cts(tmp_path, "--driver", "tests.broken_drivers:ReplaysFirstResults",
+                                 "--mode", ",".join(("sync",) + REUSING_MODES), *STALE_SELECTION)
+    assert code == 1, out[-2000:]
+    by_mode = {}
+    for r in records.values():
+        by_mode.setdefault(r["mode"], {})[r["id"].split("@")[0]] = r
+    models = set(by_mode["sync"])
+    assert len(models) >= 20 and {r["outcome"] for r in by_mode["sync"].values()} == {"passed"}
+    assert INPUT_INDEPENDENT < models
+    independent = INPUT_INDEPENDENT
+    for mode in REUSING_MODES:
+        assert set(by_mode[mode]) == models, mode
+        failed = {m for m, r in by_mode[mode].items() if r["outcome"] == "failed"}
+        assert failed == models - independent, (mode, sorted(failed ^ (models - independent))[:5])
+        assert all(f"{m}@{mode}: run 2 (changed inputs): output 0" in by_mode[mode][m]["message"]
+                   for m in failed), mode
+
+
+def test_a_driver_that_never_writes_outputs_fails_in_driver_memory_too(tmp_path):
+    """Driver memories (device mode: memories from a descriptor, e.g. the sample driver's
+    IBuffers) are poisoned with Memory.copy before each execution, so a driver that never
+    writes its outputs fails there as in the other memory modes."""
+    code, records, out = run_cts(tmp_path, "--driver", "tests.broken_drivers:NeverWritesOutputs",
+                                 "--mode", "device", *STALE_SELECTION)
+    assert code == 1, out[-2000:]
+    assert len(records) >= 20 and {r["mode"] for r in records.values()} == {"device"}
+    passed = [i for i, r in records.items() if r["outcome"] != "failed"]
+    assert not passed, passed[:5]
