@@ -16,11 +16,16 @@ TFLite models (:mod:`mlts.run`), benchmarks them against ai-edge-litert, checks 
 and writes ``mlts.html``, ``mlts.json``, ``mlts.csv`` and ``mlts.jsonl`` (exit 1 when a model
 failed or is outside tolerance). ``nncts mlts import MODEL.tflite`` prints the per-operator
 mapping of any TFLite file. ``nncts stress ...`` runs the MLTS-style crash/hang stress tests
-(:mod:`mlts.stress`; its own options). Misuse of these is one line on stderr, exit 2.
+(:mod:`mlts.stress`; its own options); both in :mod:`nncts.cli_mlts`.
+
+Misuse of any command is one line on stderr (``nncts cts: error: ...``) and exit code 2,
+before any test starts (:mod:`nncts.preflight`: unknown or unloadable driver, missing or
+malformed corpus, bad ``--shard``/``--mode``/``--baseline``/``--profile``, non-positive
+timeouts, a report directory that cannot be created, options pytest does not know). The
+suites print a progress line with an ETA every 5 s and at the end (:mod:`nncts.progress`).
 """
 from __future__ import annotations
 
-import argparse
 import importlib
 import importlib.util
 import sys
@@ -29,7 +34,9 @@ from pathlib import Path
 
 import pytest
 
-from nncts.preflight import OneLineUsageErrors, PytestUsageError, check_driver, check_suite_arguments, one_line
+from nncts.cli_mlts import add_mlts_parser, run_mlts, run_stress
+from nncts.preflight import (OneLineParser, OneLineUsageErrors, PytestUsageError, check_driver,
+                             check_suite_arguments, usage_exit)
 from reports.html import write_reports
 from runtime.drivers import DEFAULT_DRIVER, available_drivers
 
@@ -74,7 +81,7 @@ def _run_suite(suite: Suite, args, extra, suite_args: list[str] | None = None,
     try:
         report_dir = check_suite_arguments(args, extra)
     except ValueError as e:
-        _usage_exit(prog, e)
+        usage_exit(prog, e)
     records = report_dir / "outcomes.jsonl"
     if records.exists() and not args.resume:
         records.unlink()
@@ -99,7 +106,7 @@ def _run_suite(suite: Suite, args, extra, suite_args: list[str] | None = None,
     except PytestUsageError as e:
         if records.exists() and records.stat().st_size == 0:
             records.unlink()
-        _usage_exit(prog, e)
+        usage_exit(prog, e)
     if records.exists():
         meta = {"driver": _driver_label(args), "suite": suite.command, "pytest_exit_code": code}
         if corpus is not None:
@@ -114,12 +121,6 @@ def _run_suite(suite: Suite, args, extra, suite_args: list[str] | None = None,
 #: Warning filter: the checks before pytest starts import plugin parts (nncts.sharding,
 #: nncts.expectations, ...), which pytest then cannot assertion-rewrite; they need not be.
 _IMPORTED_PLUGINS = "ignore:Module already imported so cannot be rewritten; nncts.:pytest.PytestAssertRewriteWarning"
-
-
-def _usage_exit(prog: str, error) -> None:
-    """Exit 2 with ``<prog>: error: <message>`` on one line of stderr."""
-    sys.stderr.write(f"{prog}: error: {one_line(error)}\n")
-    sys.exit(2)
 
 
 def _driver_args(args) -> list[str]:
@@ -163,7 +164,7 @@ def _random_graph(args, extra, parser) -> int:
         level = int(load_driver(args.driver).get_feature_level())
         select(all_configs(level), args.config)
     except (DriverNotFound, TypeError, ValueError) as e:
-        _usage_exit("nncts random-graph", e)
+        usage_exit("nncts random-graph", e)
     dump = str(Path(args.report_dir) / "graphs")
     suite_args = ["--seeds", str(args.seeds), "--first-seed", str(args.first_seed), "--graph-dump", dump]
     for c in args.config:
@@ -189,154 +190,6 @@ def _coverage(args, parser) -> int:
     print(report.format_table(doc, detail=bool(operations)))
     print("coverage:", ", ".join(str(p) for p in report.write(doc, args.out)))
     return 0
-
-
-class _OneLineParser(argparse.ArgumentParser):
-    """A parser whose usage errors are one line (``nncts mlts: error: ...``), exit 2."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def _mlts(args, parser) -> int:
-    """``nncts mlts``: the run (mlts.run) or, with ``import``, one file's operator mapping.
-    Unknown driver or model, a report directory whose parent is missing, a missing or
-    unreadable .tflite file: one line, exit 2."""
-    prog = "nncts mlts"
-    if args.mlts_command == "import":
-        path = Path(args.model)
-        if not path.is_file():
-            parser.exit(2, f"{prog} import: error: {path}: no such file\n")
-        try:
-            from mlts.tflite_import import describe, import_tflite
-        except ImportError as e:
-            parser.exit(2, f"{prog} import: error: {e} (pip install 'nncts[mlts]')\n")
-        try:
-            imported = import_tflite(path)
-        except (OSError, ValueError) as e:
-            parser.exit(2, f"{prog} import: error: {' '.join(str(e).split())}\n")
-        print(describe(imported))
-        return 0
-    try:
-        from mlts import report, run
-    except ImportError as e:
-        parser.exit(2, f"{prog}: error: {e} (pip install 'nncts[mlts]')\n")
-    names = [n for group in args.models for n in group.split(",") if n.strip()]
-    try:
-        check_driver(args.driver)
-    except ValueError as e:
-        _usage_exit(prog, e)
-    if args.driver_process:
-        from runtime.remote import PROCESS_PREFIX
-        args.driver = PROCESS_PREFIX + args.driver
-    settings = run.QUICK if args.quick else run.STANDARD
-    if args.model_timeout is not None:
-        if args.model_timeout <= 0:
-            parser.exit(2, f"{prog}: error: --model-timeout must be positive\n")
-        settings = run.with_settings(settings, model_timeout_s=args.model_timeout)
-    if args.no_isolate:
-        settings = run.with_settings(settings, isolate=False)
-    try:
-        if args.stress_duration is not None and args.stress_duration <= 0:
-            raise run.UsageError("--stress-duration must be positive")
-        stress = None
-        if args.stress:
-            stress = run.stress_plan(args.driver, args.stress_duration if args.stress_duration is not None
-                                     else (3.0 if args.quick else None))
-        doc = run.run(args.driver, names or None, args.report_dir, settings=settings, progress=not args.no_progress,
-                      stress=stress)
-    except run.UsageError as e:
-        parser.exit(2, f"{prog}: error: {' '.join(str(e).split())}\n")
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted; the models finished so far are in {Path(args.report_dir) / 'mlts.html'}",
-              file=sys.stderr)
-        return 130
-    t = report.totals(doc)
-    print(f"{t['models']} models: {t['passed']} passed, {t['inaccurate']} inaccurate, {t['failed']} failed"
-          + (f"; stress: {', '.join(f'{n} {o}' for o, n in t['stress'].items())}" if t["stress"] else ""))
-    out = Path(args.report_dir)
-    files = ["mlts.html", "mlts.json", "mlts.csv", "mlts.jsonl"] + (["mlts-stress.csv", "stress.jsonl"] if stress else [])
-    print("report:", ", ".join(str(out / f) for f in files))
-    ok = t["passed"] == t["models"] and all(o == "SUCCESS" for o in t["stress"])
-    return 0 if ok else 1
-
-
-def _stress(argv: list[str], parser) -> int:
-    """``nncts stress [--report-dir DIR] ...``: :func:`mlts.stress.main` with the records in
-    ``DIR/stress.jsonl`` (unless ``--report`` names a file), then ``stress.html`` /
-    ``stress.json`` / ``stress.csv`` rendered from them (:mod:`mlts.report`). Its exit
-    code: 0 when every test is SUCCESS, 1 otherwise, 2 for misuse (one line)."""
-    prog = "nncts stress"
-    report_dir, rest, i = "nncts-report", [], 0
-    while i < len(argv):
-        a = argv[i]
-        if a == "--report-dir" or a.startswith("--report-dir="):
-            if "=" in a:
-                report_dir = a.split("=", 1)[1]
-            elif i + 1 < len(argv):
-                report_dir, i = argv[i + 1], i + 1
-            else:
-                parser.exit(2, f"{prog}: error: argument --report-dir: expected one argument\n")
-        else:
-            rest.append(a)
-        i += 1
-    try:
-        from mlts.stress import main as stress_main
-    except ImportError as e:
-        parser.exit(2, f"{prog}: error: {e} (pip install 'nncts[mlts]')\n")
-    listing = any(a in ("--list", "-h", "--help") for a in rest)
-    records = None
-    if not listing and not any(a == "--report" or a.startswith("--report=") for a in rest):
-        out = Path(report_dir)
-        if not out.resolve().parent.is_dir():
-            parser.exit(2, f"{prog}: error: --report-dir {out}: parent directory {out.resolve().parent} "
-                           f"does not exist\n")
-        records = out / "stress.jsonl"
-        rest += ["--report", str(records)]
-    code = int(stress_main(rest, prog=prog) or 0)
-    if records is not None and records.exists():
-        from mlts import report, run
-        from reports.records import read_records
-        recs = read_records(records)
-        drivers = sorted({r.get("driver", "?") for r in recs})
-        doc = {"title": f"nncts stress: driver {', '.join(drivers)}", "complete": True,
-               "driver": None, "environment": run.environment(), "settings": {}, "models": [], "stress": recs}
-        paths = report.write_report(doc, records.parent, stem="stress")
-        print("report:", ", ".join(str(p) for p in [records, *paths]))
-    return code
-
-
-def _add_mlts_parser(sub):
-    p = sub.add_parser("mlts", help="real TFLite models imported into NNAPI models: latency and accuracy "
-                                    "against ai-edge-litert (XNNPACK and builtin kernels, 1 thread), "
-                                    "HTML/CSV/JSON report; 'nncts mlts import MODEL.tflite' shows a "
-                                    "model's operator mapping")
-    p.__class__ = _OneLineParser
-    p.add_argument("--driver", default=DEFAULT_DRIVER,
-                   help="bundled name, entry point in group nncts.drivers, or module:factory")
-    p.add_argument("--driver-process", action="store_true",
-                   help="run the driver in its own process over the HAL protocol of runtime/remote/hal.proto")
-    p.add_argument("--models", action="append", default=[], metavar="NAMES",
-                   help="bundled model names, comma-separated or repeated (default: every bundled model)")
-    p.add_argument("--report-dir", default="nncts-report",
-                   help="where mlts.html/.json/.csv/.jsonl go (default: nncts-report)")
-    p.add_argument("--quick", action="store_true",
-                   help="a few queries per measurement, sync mode only (CI; default: LoadGen-style, "
-                        "at least 2 s and 50 queries, sync/async/burst)")
-    p.add_argument("--model-timeout", type=float, default=None, metavar="SECONDS",
-                   help="seconds one model may take before it counts as a hang (default 1800; 900 with --quick)")
-    p.add_argument("--no-isolate", action="store_true",
-                   help="run the models in this process (debugging; a crashing driver then ends the run)")
-    p.add_argument("--stress", action="store_true",
-                   help="then run the stress tests (nncts stress) on the driver, outcomes in the same report")
-    p.add_argument("--stress-duration", type=float, default=None, metavar="SECONDS",
-                   help="seconds each stress test runs (default: the stress suite's; 3 with --quick)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    msub = p.add_subparsers(dest="mlts_command", required=False)
-    imp = msub.add_parser("import", help="print how each operator of a .tflite file maps to NNAPI")
-    imp.__class__ = _OneLineParser
-    imp.add_argument("model", metavar="MODEL.tflite")
-    return p
 
 
 def _add_suite_parser(sub, name: str, help_text: str, timeout_help: str, corpus: bool = True):
@@ -369,7 +222,7 @@ _COMMAND_MODULES = ("nncts.merge", "nncts.reporting", "nncts.certify")
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="nncts", description="NNAPI driver conformance tests")
+    parser = OneLineParser(prog="nncts", description="NNAPI driver conformance tests")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_suite_parser(sub, "cts", "run the CTS (golden test models) against a driver; unknown arguments go to "
                                   "pytest", "seconds one test model may take before it counts as a hang (default 300)")
@@ -401,7 +254,7 @@ def main(argv=None) -> int:
                                          "(cts/specs/built), or check the built files are up to date")
     specs.add_argument("action", choices=("build", "check"))
     specs.add_argument("--out", default=None, help="where to build (default: cts/specs/built)")
-    _add_mlts_parser(sub)
+    add_mlts_parser(sub)
     for module in _COMMAND_MODULES:
         importlib.import_module(module).add_parsers(sub)
     sub.add_parser("stress", help="MLTS-style crash and hang stress tests, each in its own process with a "
@@ -410,24 +263,20 @@ def main(argv=None) -> int:
                                   "'nncts stress --help' for its other options", add_help=False)
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["stress"]:
-        return _stress(argv[1:], parser)
+        return run_stress(argv[1:], parser)
     args, extra = parser.parse_known_args(argv)
-    if args.command == "specs" and not extra:
+    if extra and args.command not in ("cts", "vts", "random-graph"):  # only the suites pass arguments on
+        usage_exit(f"nncts {args.command}", f"unrecognized arguments: {' '.join(extra)}")
+    if args.command == "specs":
         from cts.specs.__main__ import main as specs_main
         return specs_main([args.action] + (["--out", args.out] if args.out else []))
     if args.command == "drivers":
         print("\n".join(available_drivers()))
         return 0
     if getattr(args, "handler", None) is not None:
-        if extra:
-            parser.exit(2, f"nncts {args.command}: error: unrecognized arguments: {' '.join(extra)}\n")
         return args.handler(args, parser)
-    if extra and args.command == "mlts":
-        parser.exit(2, f"nncts mlts: error: unrecognized arguments: {' '.join(extra)}\n")
-    if extra and args.command not in ("cts", "vts", "random-graph"):
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "mlts":
-        return _mlts(args, parser)
+        return run_mlts(args, parser)
     if args.command == "coverage":
         return _coverage(args, parser)
     if args.command == "random-graph":

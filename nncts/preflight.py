@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,20 @@ import pytest
 def one_line(text: str) -> str:
     """``text`` with its whitespace runs (newlines included) collapsed to single spaces."""
     return " ".join(str(text).split())
+
+
+def usage_exit(prog: str, error) -> None:
+    """Exit (SystemExit) with code 2 and ``<prog>: error: <message>`` on one line of stderr."""
+    sys.stderr.write(f"{prog}: error: {one_line(error)}\n")
+    sys.exit(2)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr (``nncts cts: error: ...``,
+    no usage text) and exit code 2; its subparsers are of this class too."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def check_driver(spec: str) -> None:
@@ -126,8 +141,9 @@ def make_report_dir(path: str | Path) -> Path:
 def check_suite_arguments(args, extra: list[str]) -> Path:
     """Every check of a suite command (``args`` from its parser: ``driver``,
     ``driver_endpoint``, ``timeout``, ``driver_timeout``, ``corpus`` when the suite reads
-    one, ``report_dir``; ``extra`` the arguments for pytest), cheapest first, the corpus last; then the report directory is created and returned. A driver
-    endpoint is not contacted. Raises ValueError."""
+    one, ``report_dir``; ``extra`` the arguments for pytest), cheapest first, the corpus
+    last; then the report directory is created and returned. A driver endpoint is not
+    contacted. Raises ValueError."""
     if not getattr(args, "driver_endpoint", None):
         check_driver(args.driver)
     check_positive("--timeout", getattr(args, "timeout", None))

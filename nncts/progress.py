@@ -23,7 +23,8 @@ from tqdm import tqdm
 
 #: Outcome counters in the order the line shows them; the last three only when non-zero.
 COUNTERS = ("passed", "failed", "skipped", "known failures", "unexpected passes", "flaky")
-LINE_FORMAT = "[{desc}] {n:,}/{total:,} ({percentage:.1f}%)  {counts}  {speed} tests/s  elapsed {elapsed}  ETA {remaining}"
+LINE_FORMAT = ("[{desc}] {n:,}/{total:,} ({percentage:.1f}%)  {counts}  {speed} tests/s  "
+               "elapsed {elapsed}  ETA {remaining}")
 
 
 def pytest_addoption(parser):
@@ -87,7 +88,7 @@ class Progress:
     def pytest_report_teststatus(self, report, config):
         status = yield
         if status and config.get_verbosity() <= 0:
-            return status[0], "", ""
+            return status[0], "", status[2]  # no letter: nothing written; the word stays for the summary
         return status
 
     def pytest_runtest_logreport(self, report):
