@@ -35,8 +35,8 @@ from pathlib import Path
 import pytest
 
 from nncts.cli_mlts import add_mlts_parser, run_mlts, run_stress
-from nncts.preflight import (OneLineParser, OneLineUsageErrors, PytestUsageError, check_driver,
-                             check_suite_arguments, usage_exit)
+from nncts.preflight import (FactoryDriverCheck, OneLineParser, OneLineUsageErrors, PytestUsageError,
+                             check_driver, check_suite_arguments, is_factory_spec, usage_exit)
 from reports.html import write_reports
 from runtime.drivers import DEFAULT_DRIVER, available_drivers
 
@@ -101,8 +101,11 @@ def _run_suite(suite: Suite, args, extra, suite_args: list[str] | None = None,
     if specs:
         pytest_args.append("--specs")
     pytest_args += suite_args or []
+    plugins = [OneLineUsageErrors()]
+    if not getattr(args, "driver_endpoint", None) and is_factory_spec(args.driver):
+        plugins.append(FactoryDriverCheck(args.driver))
     try:
-        code = int(pytest.main(pytest_args + extra, plugins=[OneLineUsageErrors()]))
+        code = int(pytest.main(pytest_args + extra, plugins=plugins))
     except PytestUsageError as e:
         if records.exists() and records.stat().st_size == 0:
             records.unlink()

@@ -60,6 +60,12 @@ def check_driver(spec: str) -> None:
                          f"(or give module:factory)")
 
 
+def is_factory_spec(spec: str) -> bool:
+    """Whether ``spec`` is a ``module:factory`` driver spec (not a driver name)."""
+    from runtime.drivers import BUNDLED
+    return spec not in BUNDLED and ":" in spec
+
+
 def check_positive(option: str, value: float | None) -> None:
     """A number of seconds (``--timeout``, ``--driver-timeout``) must be positive when
     given. Raises ValueError."""
@@ -143,8 +149,9 @@ def check_suite_arguments(args, extra: list[str]) -> Path:
     ``driver_endpoint``, ``timeout``, ``driver_timeout``, ``corpus`` when the suite reads
     one, ``report_dir``; ``extra`` the arguments for pytest), cheapest first, the corpus
     last; then the report directory is created and returned. A driver endpoint is not
-    contacted. Raises ValueError."""
-    if not getattr(args, "driver_endpoint", None):
+    contacted, and a ``module:factory`` driver is checked once pytest has set up its import
+    path (:class:`FactoryDriverCheck`). Raises ValueError."""
+    if not getattr(args, "driver_endpoint", None) and not is_factory_spec(args.driver):
         check_driver(args.driver)
     check_positive("--timeout", getattr(args, "timeout", None))
     check_positive("--driver-timeout", getattr(args, "driver_timeout", None))
@@ -195,3 +202,22 @@ class OneLineUsageErrors:
         if call is not None and call.excinfo is not None and isinstance(call.excinfo.value, pytest.UsageError):
             raise call.excinfo.value
         return report
+
+
+class FactoryDriverCheck:
+    """pytest plugin object checking a ``module:factory`` driver spec (:func:`check_driver`)
+    in ``pytest_configure``, before any test: the module may be importable only on the
+    import path pytest sets up (the root conftest's directory, ``pythonpath``), as the tests
+    will import it. Raises UsageError (one line through :class:`OneLineUsageErrors`)."""
+
+    def __init__(self, spec: str):
+        self.spec = spec
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(self, config):
+        if hasattr(config, "workerinput"):
+            return
+        try:
+            check_driver(self.spec)
+        except ValueError as e:
+            raise pytest.UsageError(str(e)) from None
