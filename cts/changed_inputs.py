@@ -13,6 +13,7 @@ model, as random graphs compute theirs.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import numpy as np
 
@@ -59,8 +60,9 @@ def _reference_outputs(tm: TestModel) -> list[np.ndarray] | None:
 
 def changed_inputs(tm: TestModel) -> TestModel | None:
     """A copy of ``tm`` with changed inputs and the reference executor's outputs as its
-    expected values: the first of :data:`CHANGES` under which ``tm``'s expected outputs
-    fail (a reversal can leave a sum, a window's maximum or a symmetric softmax as it
+    expected values: the first of :data:`CHANGES`, made to every changeable input, then to
+    the first one alone (EQUAL of two inputs changed alike stays as it was), under which
+    ``tm``'s expected outputs fail (a reversal can leave a sum, a window's maximum or a symmetric softmax as it
     was). None when nothing changes them: no non-empty input of a :data:`CHANGEABLE` type,
     a validation or RANDOM_MULTINOMIAL model, the reference refusing every change or giving
     outputs of other shapes (data-dependent shapes). Only the changed operands are copied
@@ -69,9 +71,9 @@ def changed_inputs(tm: TestModel) -> TestModel | None:
         return None
     inputs = [idx for idx in tm.main.input_indexes if tm.main.operands[idx].data is not None
               and tm.main.operands[idx].type in CHANGEABLE and tm.main.operands[idx].data.size]
-    for _, change in CHANGES if inputs else ():
+    for (_, change), which in itertools.product(CHANGES, (inputs, inputs[:1])) if inputs else ():
         operands = list(tm.main.operands)
-        for idx in inputs:
+        for idx in which:
             operands[idx] = dataclasses.replace(operands[idx], data=np.ascontiguousarray(change(operands[idx].data)))
         other = _with_reference_outputs(tm, operands)
         if other is not None:
