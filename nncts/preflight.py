@@ -46,7 +46,7 @@ def check_driver(spec: str) -> None:
     import: e.g. ``onnxruntime`` needs its package), an entry point in group
     ``nncts.drivers``, or ``module:factory`` whose module imports and has that attribute.
     The factory is not called (a driver's own construction failures are test outcomes).
-    Raises ValueError."""
+    Raises ValueError (``no driver named ...``, ``cannot load driver ...``)."""
     from runtime.drivers import BUNDLED, available_drivers
     target = BUNDLED.get(spec, spec)
     if ":" in target:
@@ -54,9 +54,9 @@ def check_driver(spec: str) -> None:
         try:
             getattr(importlib.import_module(module), attr)
         except Exception as e:  # ImportError, AttributeError, or the module failing as it imports
-            raise ValueError(f"--driver: cannot load driver {spec!r}: {one_line(e) or type(e).__name__}") from None
+            raise ValueError(f"cannot load driver {spec!r}: {one_line(e) or type(e).__name__}") from None
     elif spec not in available_drivers():
-        raise ValueError(f"--driver: no driver named {spec!r}; available: {', '.join(available_drivers())} "
+        raise ValueError(f"no driver named {spec!r}; available: {', '.join(available_drivers())} "
                          f"(or give module:factory)")
 
 
@@ -152,7 +152,10 @@ def check_suite_arguments(args, extra: list[str]) -> Path:
     contacted, and a ``module:factory`` driver is checked once pytest has set up its import
     path (:class:`FactoryDriverCheck`). Raises ValueError."""
     if not getattr(args, "driver_endpoint", None) and not is_factory_spec(args.driver):
-        check_driver(args.driver)
+        try:
+            check_driver(args.driver)
+        except ValueError as e:
+            raise ValueError(f"--driver: {e}") from None
     check_positive("--timeout", getattr(args, "timeout", None))
     check_positive("--driver-timeout", getattr(args, "driver_timeout", None))
     check_pytest_options(extra)
@@ -220,4 +223,4 @@ class FactoryDriverCheck:
         try:
             check_driver(self.spec)
         except ValueError as e:
-            raise pytest.UsageError(str(e)) from None
+            raise pytest.UsageError(f"--driver: {e}") from None
