@@ -15,6 +15,7 @@ too is one line and exit 2 instead of pytest's multi-line ``ERROR: usage: ...`` 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import sys
 from pathlib import Path
@@ -177,6 +178,14 @@ def _pytest_message(e: pytest.UsageError) -> str:
     return one_line("; ".join(lines))
 
 
+@contextlib.contextmanager
+def _one_line_usage_error():
+    try:
+        yield
+    except pytest.UsageError as e:
+        raise PytestUsageError(_pytest_message(e)) from None
+
+
 class OneLineUsageErrors:
     """pytest plugin object (``pytest.main(args, plugins=[OneLineUsageErrors()])``): a usage
     error from parsing pytest's options, from a plugin's ``pytest_configure`` or from
@@ -186,17 +195,13 @@ class OneLineUsageErrors:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_cmdline_parse(self, pluginmanager, args):
-        try:
+        with _one_line_usage_error():
             return (yield)
-        except pytest.UsageError as e:
-            raise PytestUsageError(_pytest_message(e)) from None
 
     @pytest.hookimpl(wrapper=True)
     def pytest_cmdline_main(self, config):
-        try:
+        with _one_line_usage_error():
             return (yield)
-        except pytest.UsageError as e:
-            raise PytestUsageError(_pytest_message(e)) from None
 
     @pytest.hookimpl(wrapper=True)
     def pytest_make_collect_report(self, collector):
