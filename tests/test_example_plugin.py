@@ -173,7 +173,7 @@ def test_certified_in_process(pkg, tmp_path):
     assert len(passed) >= MIN_PASSED, f"{len(passed)} passed in {time.monotonic() - start:.0f} s"
     # every default mode ran and passed something (coupling: quant8 models only, all skipped)
     modes = {r["mode"] for r in passed}
-    assert modes == {"sync", "async", "burst", "fenced", "memory", "device", "dynamic", "insufficient",
+    assert modes == {"sync", "async", "burst", "fenced", "reusable", "memory", "device", "dynamic", "insufficient",
                      "cache"}, modes
     assert {op for r in passed for op in r["operations"]} == {O(op).name for op in pkg.KERNELS}
 
