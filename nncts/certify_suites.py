@@ -1,0 +1,197 @@
+"""The suites ``nncts certify`` runs, each as a subprocess of the ``nncts`` command (or of
+``python -m fuzz``) with its results under ``<bundle>/results/<suite>/``, so a suite that
+crashes does not end the certification.
+
+Suites: ``cts`` (every corpus model in each ``--modes`` mode), ``vts``, ``random-graph``,
+``fuzz`` (a time budget, findings in ``results/fuzz/findings``) and ``mlts`` (``nncts mlts
+--quick``: real models' accuracy; only when the ``mlts`` extra imports). ``--quick`` runs the
+CI-sized selection: the V1_0 corpus directory filtered by :data:`QUICK_K` (quantized and
+broadcast ADD, a float CONV_2D, a quantized CONV_2D), one seed of a few random-graph
+configurations, a few seconds of fuzzing without the seed corpus, one MLTS model.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .certify_facts import ROOT
+
+SUITES = ("cts", "vts", "random-graph", "fuzz", "mlts")
+#: The quick selection (``--quick``): corpus directory and pytest ``-k`` of the CTS and VTS,
+#: random-graph options, fuzz seconds, MLTS model.
+QUICK_CORPUS = ROOT / "cts" / "corpus" / "V1_0"
+QUICK_K = "add_quant8 or add_broadcast_quant8 or conv_float_2 or conv_quant8_2"
+QUICK_RANDOM_GRAPH = ("--seeds", "1", "--config", "single-ADD-*", "--config", "small-TENSOR_FLOAT32-rank2")
+QUICK_FUZZ_SECONDS = 3
+QUICK_MLTS_MODEL = "mobilenet_v1_0.25_128_quant_uint8"
+#: The modules the mlts extra provides (``nncts mlts`` needs them).
+MLTS_MODULES = ("tflite", "ai_edge_litert")
+#: Outcomes of a record that fail a suite.
+FAILING = ("failed", "unexpected_pass")
+#: Most failures one suite lists in the verdict (the report lists them all).
+MAX_LISTED = 200
+
+
+@dataclass
+class SuiteResult:
+    """One suite of a certification: ``status`` is ``passed``, ``failed`` or ``not run``;
+    ``counts`` the outcome counts (records, MLTS models or fuzz findings); ``failures`` up to
+    :data:`MAX_LISTED` of ``{"id", "message"}``; ``reason`` why it failed without a failing
+    test (exit code, time limit) or why it did not run."""
+
+    suite: str
+    status: str
+    command: list[str] = field(default_factory=list)
+    exit_code: int | None = None
+    seconds: float = 0.0
+    counts: dict = field(default_factory=dict)
+    failures: list[dict] = field(default_factory=list)
+    failures_total: int = 0
+    reason: str = ""
+
+    def as_dict(self) -> dict:
+        """The JSON form (``verdict.json``'s ``suites``)."""
+        return asdict(self)
+
+
+def mlts_unavailable() -> str:
+    """Why the MLTS cannot run here ("" when it can): a module of the mlts extra missing."""
+    missing = [m for m in MLTS_MODULES if importlib.util.find_spec(m) is None]
+    return f"the mlts extra is not installed (no module {', '.join(missing)}; pip install 'nncts[mlts]')" \
+        if missing else ""
+
+
+def _nncts(*args: str) -> list[str]:
+    return [sys.executable, "-m", "nncts.cli", *args]
+
+
+def _pytest_suite(args, name: str, out: Path) -> list[str]:
+    cmd = _nncts(name, "--driver", args.driver, "--report-dir", str(out), "--profile", args.profile)
+    cmd += ["--driver-process"] if args.driver_process else []
+    cmd += ["--baseline", str(Path(args.baseline).resolve())] if args.baseline else []
+    cmd += ["--retries", str(args.retries)] if args.retries else []
+    cmd += ["-n", str(args.jobs)] if args.jobs > 1 else []
+    if name == "random-graph":
+        return cmd + list(QUICK_RANDOM_GRAPH if args.quick else ())
+    if name == "cts":
+        cmd += ["--mode", args.modes]
+    return cmd + (["--corpus", str(QUICK_CORPUS), "-k", QUICK_K] if args.quick else [])
+
+
+def command(args, name: str, out: Path, fuzz_seeds: Path | None) -> list[str]:
+    """The command line of suite ``name`` for the certify options ``args`` (driver,
+    driver_process, quick, modes, profile, baseline, retries, jobs, fuzz_seconds), its
+    results in ``out``; the fuzzer's seed corpus in ``fuzz_seeds`` (None: no seeds)."""
+    if name in ("cts", "vts", "random-graph"):
+        return _pytest_suite(args, name, out)
+    driver = ["--driver", args.driver] + (["--driver-process"] if args.driver_process else [])
+    if name == "fuzz":
+        seeds = ["--seeds", str(fuzz_seeds)] if fuzz_seeds else ["--no-seeds"]
+        return [sys.executable, "-m", "fuzz", *driver, "--findings", str(out / "findings"), *seeds,
+                f"-max_total_time={args.fuzz_seconds}"]
+    if name == "mlts":
+        return _nncts("mlts", "--quick", *driver, "--report-dir", str(out), "--no-progress",
+                      *(["--models", QUICK_MLTS_MODEL] if args.quick else []))
+    raise ValueError(f"unknown suite {name!r} (one of {', '.join(SUITES)})")
+
+
+def _run(cmd: list[str], log: Path, limit: float | None) -> tuple[int | None, str]:
+    """Run ``cmd`` (its own process group) with stdout and stderr into ``log``; returns
+    (exit code, "") or (None, why) when it outlived ``limit`` seconds (the group killed)."""
+    with open(log, "wb") as f:
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        try:
+            return proc.wait(timeout=limit), ""
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            return None, f"killed after the suite time limit of {limit:g} s"
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+
+
+def _pytest_outcomes(out: Path) -> tuple[dict, list[dict]]:
+    from reports.records import EXPECTATION_OUTCOMES, read_records, totals
+    path = out / "outcomes.jsonl"
+    records = read_records(path) if path.is_file() else []
+    t = totals(records)
+    counts = {k: t[k] for k in ("passed", "failed", "skipped", *EXPECTATION_OUTCOMES)}
+    counts["tests"] = len(records)
+    return counts, [{"id": r["id"], "outcome": r["outcome"], "message": (r.get("message") or "")[:300]}
+                    for r in records if r["outcome"] in FAILING]
+
+
+def _mlts_outcomes(out: Path) -> tuple[dict, list[dict]]:
+    import json
+    from mlts.report import model_status, totals
+    path = out / "mlts.json"
+    doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    t = totals(doc)
+    return ({k: t[k] for k in ("models", "passed", "inaccurate", "failed")},
+            [{"id": m.get("name", "?"), "outcome": model_status(m), "message": ""}
+             for m in doc.get("models") or [] if model_status(m) != "passed"])
+
+
+def _fuzz_outcomes(out: Path, seconds: float) -> tuple[dict, list[dict]]:
+    found = sorted((out / "findings" / "V_FUZZ").glob("*.json.gz"))
+    return ({"findings": len(found), "budget_s": seconds},
+            [{"id": f"fuzz/{p.name}", "outcome": "finding", "message": p.name.split("_", 1)[0]} for p in found])
+
+
+def outcomes(name: str, out: Path, fuzz_seconds: float) -> tuple[dict, list[dict]]:
+    """(counts, failing entries) of suite ``name`` from what it wrote into ``out``."""
+    if name == "fuzz":
+        return _fuzz_outcomes(out, fuzz_seconds)
+    if name == "mlts":
+        return _mlts_outcomes(out)
+    return _pytest_outcomes(out)
+
+
+def _tail(log: Path, lines: int = 3) -> str:
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return " | ".join(line.strip() for line in text[-lines:] if line.strip())
+
+
+def run_suite(args, name: str, results: Path, fuzz_seeds: Path | None = None) -> SuiteResult:
+    """Run suite ``name`` into ``results/<name>/`` (its console output in ``console.log``)
+    and judge it: passed when it exited 0 with no failing test, model or finding. Prints a
+    line when it starts and one when it ends (status, counts, seconds)."""
+    out = results / name
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = command(args, name, out, fuzz_seeds)
+    print(f"certify: {name}: started: {shlex.join(cmd)}", flush=True)
+    start = time.monotonic()
+    code, reason = _run(cmd, out / "console.log", args.suite_timeout)
+    res = SuiteResult(name, "failed", cmd, code, round(time.monotonic() - start, 3))
+    try:
+        res.counts, failing = outcomes(name, out, args.fuzz_seconds)
+    except (OSError, ValueError) as e:
+        failing, reason = [], reason or f"its results cannot be read: {e}"
+    res.failures, res.failures_total = failing[:MAX_LISTED], len(failing)
+    if code == 0 and not failing and not reason:
+        res.status = "passed"
+    elif not failing:
+        res.reason = reason or f"exit code {code}: {_tail(out / 'console.log')}"
+    counts = ", ".join(f"{v} {k}" for k, v in res.counts.items() if v or k in ("passed", "failed", "findings"))
+    print(f"certify: {name}: {res.status} in {res.seconds:.1f} s ({counts or 'no results'})"
+          + (f": {res.reason}" if res.reason else ""), flush=True)
+    return res
+
+
+def not_run(name: str, reason: str) -> SuiteResult:
+    """A suite recorded as not run, with the reason (printed as a progress line)."""
+    print(f"certify: {name}: not run: {reason}", flush=True)
+    return SuiteResult(name, "not run", reason=reason)
