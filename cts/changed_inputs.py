@@ -74,7 +74,7 @@ def changed_inputs(tm: TestModel) -> TestModel | None:
     for (_, change), which in itertools.product(CHANGES, (inputs, inputs[:1])) if inputs else ():
         operands = list(tm.main.operands)
         for idx in which:
-            operands[idx] = dataclasses.replace(operands[idx], data=np.ascontiguousarray(change(operands[idx].data)))
+            operands[idx] = dataclasses.replace(operands[idx], data=np.array(change(operands[idx].data)))
         other = _with_reference_outputs(tm, operands)
         if other is not None:
             return other
@@ -96,7 +96,7 @@ def _with_reference_outputs(tm: TestModel, operands: list) -> TestModel | None:
             continue
         if list(value.shape) != list(o.data.shape):
             return None
-        operands[idx] = dataclasses.replace(o, data=np.ascontiguousarray(value, o.data.dtype))
+        operands[idx] = dataclasses.replace(o, data=np.array(value, o.data.dtype))
     old = [tm.main.operands[i].data for i in tm.main.output_indexes]
     stale = judge(other, [b"" if d is None else d.tobytes() for d in old],
                   [tm.main.operands[i].dimensions if d is None else list(d.shape)
