@@ -1,0 +1,184 @@
+"""``nncts certify`` and ``nncts verify``: a quick certification of the sample driver makes a
+bundle that verifies (also with ``sha256sum -c``); one flipped byte, a deleted file, an added
+file, a rewritten archive member are each named; a driver with a planted fault is not
+certified; misuse is one line and exit 2.
+
+One quick certification (about 20 s) is shared by the tests of this module, also across
+pytest-xdist workers (made once under a file lock in the session's shared temp directory);
+tests change copies of it only.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import io
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from nncts.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _certify(out: Path, *options: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "nncts.cli", "certify", "--quick", "--out", str(out), *options],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def certified(tmp_path_factory, worker_id):
+    """(bundle directory, certify's completed process) of ``nncts certify --driver sample
+    --quick --archive``, made once per test session."""
+    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    out, log = shared / "certify-sample", shared / "certify-sample.json"
+    with open(shared / "certify-sample.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not log.exists():
+            proc = _certify(out, "--driver", "sample", "--archive")
+            log.write_text(json.dumps([proc.returncode, proc.stdout, proc.stderr]))
+    code, stdout, stderr = json.loads(log.read_text())
+    return out, subprocess.CompletedProcess([], code, stdout, stderr)
+
+
+def _verify(path, capsys) -> tuple[int, str, str]:
+    code = main(["verify", str(path)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _copy(bundle: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(bundle, tmp_path / "bundle"))
+
+
+def test_quick_certification_of_the_sample_driver(certified, capsys):
+    bundle, proc = certified
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for suite in ("cts", "vts", "random-graph", "fuzz", "mlts"):
+        assert f"certify: {suite}: passed in " in proc.stdout   # one progress line per suite
+    assert "certify: verdict: CERTIFIED" in proc.stdout
+    verdict = json.loads((bundle / "verdict.json").read_text())
+    assert verdict["certified"] is True and verdict["failures"] == []
+    assert [s["suite"] for s in verdict["suites"]] == ["cts", "vts", "random-graph", "fuzz", "mlts"]
+    for suite in ("cts", "vts", "random-graph"):
+        assert (bundle / "results" / suite / "outcomes.jsonl").stat().st_size > 0
+        assert (bundle / "results" / suite / "junit.xml").is_file()
+    assert (bundle / "results" / "mlts" / "mlts.json").is_file()
+    assert (bundle / "results" / "fuzz" / "findings").is_dir()
+    driver = json.loads((bundle / "driver.json").read_text())
+    assert (driver["name"], driver["feature_level"], driver["cache_files"]) == ("nncts-sample", 7, [1, 1])
+    env = json.loads((bundle / "environment.json").read_text())
+    assert env["command_line"][1:3] == ["certify", "--quick"] and env["packages"]["numpy"] != "not installed"
+    report = json.loads((bundle / "report" / "report.json").read_text())
+    assert {row["suite"] for row in report["per_suite"]} == {"cts", "vts", "random_graph"}
+    files = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file())
+    code, out, _ = _verify(bundle, capsys)
+    assert code == 0 and out == f"bundle OK: {len(files) - 1} files, verdict certified\n"
+    if shutil.which("sha256sum"):   # the manifest is sha256sum's format
+        check = subprocess.run(["sha256sum", "--check", "--strict", "--quiet", "MANIFEST.sha256"], cwd=bundle,
+                               capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_checksums_of_the_specs_tree(certified):
+    bundle, _ = certified
+    sums = json.loads((bundle / "checksums.json").read_text())
+    root = ROOT / "cts" / "specs" / "built"
+    files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+    lines = "".join(f"{hashlib.sha256((root / f).read_bytes()).hexdigest()}  {f}\n" for f in files)
+    assert sums["specs"] == {"path": "cts/specs/built", "files": len(files),
+                             "sha256": hashlib.sha256(lines.encode()).hexdigest()}
+    assert sums["corpus"]["files"] == sum(1 for p in (ROOT / "cts" / "corpus").rglob("*") if p.is_file())
+
+
+def test_a_flipped_byte_is_named(certified, tmp_path, capsys):
+    bundle = _copy(certified[0], tmp_path)
+    target = bundle / "results" / "cts" / "outcomes.jsonl"
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    target.write_bytes(bytes(data))
+    code, out, _ = _verify(bundle, capsys)
+    assert code == 1
+    assert out.splitlines()[0] == "altered: results/cts/outcomes.jsonl"
+    assert out.splitlines()[1].startswith("bundle NOT OK: 1 altered, 0 missing, 0 unlisted")
+
+
+def test_a_deleted_and_an_added_file_are_named(certified, tmp_path, capsys):
+    bundle = _copy(certified[0], tmp_path)
+    (bundle / "driver.json").unlink()
+    (bundle / "results" / "vts" / "extra.txt").write_text("not from the run\n")
+    code, out, _ = _verify(bundle, capsys)
+    assert code == 1
+    assert out.splitlines()[:2] == ["missing: driver.json", "unlisted: results/vts/extra.txt"]
+
+
+def test_the_archive_verifies_and_a_rewritten_member_is_named(certified, tmp_path, capsys):
+    bundle = certified[0]
+    archive = bundle.with_name(bundle.name + ".tar.gz")
+    code, out, _ = _verify(archive, capsys)
+    assert code == 0 and out.startswith("bundle OK: ") and out.endswith("verdict certified\n")
+    forged = tmp_path / "forged.tar.gz"
+    with tarfile.open(archive) as src, tarfile.open(forged, "w:gz") as dst:
+        for member in src:
+            data = src.extractfile(member).read() if member.isfile() else None
+            if member.name.endswith("/verdict.json"):
+                data = data.replace(b'"certified": true', b'"certified": false')
+                member.size = len(data)
+            dst.addfile(member, io.BytesIO(data) if data is not None else None)
+    code, out, _ = _verify(forged, capsys)
+    assert code == 1 and out.splitlines()[0] == "altered: verdict.json"
+
+
+def test_not_a_bundle_is_one_line_and_exit_2(certified, tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        _verify(tmp_path, capsys)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and "no MANIFEST.sha256" in err
+    bundle = _copy(certified[0], tmp_path)
+    with open(bundle / "MANIFEST.sha256", "a") as f:
+        f.write("not a digest  ../outside\n")
+    with pytest.raises(SystemExit) as e:
+        _verify(bundle, capsys)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and "line" in err
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--driver", "no-such-driver"], "no driver named 'no-such-driver'"),
+    (["--driver", "sample", "--fuzz-seconds", "0"], "--fuzz-seconds: must be at least 1"),
+    (["--driver", "sample", "--profile", "no-such-profile.toml"], "--profile: no-such-profile.toml"),
+    (["--driver", "sample", "--skip", "nothing"], "argument --skip: invalid choice"),
+])
+def test_certify_misuse_is_one_line_and_exit_2(options, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["certify", *options])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and message in err, err
+
+
+def test_certify_refuses_a_nonempty_out(tmp_path, capsys):
+    (tmp_path / "old.txt").write_text("x")
+    with pytest.raises(SystemExit) as e:
+        main(["certify", "--driver", "sample", "--out", str(tmp_path)])
+    assert e.value.code == 2 and "is not an empty directory" in capsys.readouterr().err
+
+
+def test_a_planted_fault_is_not_certified(tmp_path, capsys):
+    out = tmp_path / "broken"
+    proc = _certify(out, "--driver", "tests.broken_drivers:OffByTwoQuantaAdd", "--skip", "fuzz", "--skip", "mlts")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "certify: verdict: NOT CERTIFIED" in proc.stdout and "certify: cts: failed in " in proc.stdout
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert verdict["certified"] is False
+    failing = {(f["suite"], f["id"]) for f in verdict["failures"]}
+    assert ("cts", "V1_0/add_quant8/add_quant8") in failing
+    assert ("cts", "V1_0/add_broadcast_quant8/add_broadcast_quant8@async") in failing
+    # only models with a quantized ADD fail (the *_all_inputs_as_internal variants add ADDs)
+    assert not [i for _, i in failing if "conv_float" in i or ("conv_quant8" in i and "as_internal" not in i)]
+    code, stdout, _ = _verify(out, capsys)
+    assert code == 0 and stdout.endswith("verdict not certified\n")
