@@ -46,16 +46,6 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
-def _json_object(path: Path) -> dict:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: not readable JSON ({' '.join(str(e).split())})") from None
-    if not isinstance(doc, dict):
-        raise ValueError(f"{path}: not a JSON object")
-    return doc
-
-
 def read_outcomes(path: Path) -> list[dict]:
     """The records of an outcomes.jsonl, the last one per test id (a resumed run may record a
     test again). ValueError naming the file and line for a line that is not a JSON object with
@@ -84,6 +74,7 @@ def load_shard(path) -> Shard:
     """Load a shard's report directory. ValueError (one line, naming it) when it is missing,
     lacks outcomes.jsonl or shard.json, or either is malformed."""
     from nncts.sharding import parse_shard
+    from reports.run import _read_json  # the run reports' reader: one-line ValueError
     path = Path(path)
     if not path.is_dir():
         raise ValueError(f"{path}: no such directory")
@@ -91,12 +82,12 @@ def load_shard(path) -> Shard:
         if not (path / name).is_file():
             hint = " (not written by a --shard run)" if name == SHARD_FILE else ""
             raise ValueError(f"{path}: no {name}{hint}")
-    doc = _json_object(path / SHARD_FILE)
+    doc = _read_json(path / SHARD_FILE)
     try:
         index, count = parse_shard(f"{doc.get('shard')}/{doc.get('of')}")
     except ValueError as e:
         raise ValueError(f"{path / SHARD_FILE}: {e}") from None
-    meta = _json_object(path / "summary.json").get("meta") or {} if (path / "summary.json").is_file() else {}
+    meta = _read_json(path / "summary.json").get("meta") or {} if (path / "summary.json").is_file() else {}
     selected = doc.get("selected")
     return Shard(path, index, count, str(doc.get("driver") or meta.get("driver") or "?"),
                  read_outcomes(path / RECORDS), meta, selected if isinstance(selected, int) else None)
