@@ -89,10 +89,13 @@ def _run_suite(suite: Suite, args, extra, suite_args: list[str] | None = None,
     for plugin in suite.plugins:
         pytest_args += ["-p", plugin]
     verbose = any(a == "--verbose" or (a.startswith("-v") and set(a[1:]) == {"v"}) for a in extra)
+    # one line per failure unless --tb is given: the outcomes and the report hold the rest, and
+    # pytest's long form scans every report per failure (quadratic: minutes for 20,000 failures)
+    tb = [] if any(a == "--tb" or a.startswith("--tb=") for a in extra) else ["--tb=line"]
     pytest_args += ["-p", "no:cacheprovider", *_driver_args(args), "--nncts-report", str(report_dir),
                     "--junitxml", str(report_dir / "junit.xml"), "-o", f"junit_suite_name=nncts-{suite.command}",
                     "-o", "console_output_style=classic", f"--nncts-progress={suite.command}",
-                    *([] if verbose else ["-q"]), "--timeout", str(args.timeout), "-W", _IMPORTED_PLUGINS]
+                    *([] if verbose else ["-q"]), *tb, "--timeout", str(args.timeout), "-W", _IMPORTED_PLUGINS]
     if args.resume:
         pytest_args.append("--nncts-resume")
     corpus, specs = getattr(args, "corpus", None), getattr(args, "specs", False)
