@@ -10,7 +10,7 @@ from runtime.nnapi import Execution, Memory
 from runtime.nnapi.memory import MemoryDesc
 from runtime.testing.hal_convert import expected_output_size
 from runtime.testing.test_model import TestModel
-from runtime.types import operand_dtype
+from runtime.types import OperandType, operand_dtype
 
 ALIGN = 64
 #: What every output holds before each execution (user buffers, memory objects and driver
@@ -43,6 +43,35 @@ def output_sizes(tm: TestModel, insufficient: bool) -> list[int]:
 
 def _poisoned(size: int) -> bytes:
     return bytes([POISON]) * size
+
+
+#: Output types whose values :func:`poison_for` sets element by element away from the
+#: expected ones (the plain pattern could be a right answer there: 0x7F is "true" in a
+#: TENSOR_BOOL8, 127 is within one quantum of a saturated or zero-point 8-bit output).
+_INTEGRAL = {OperandType.TENSOR_BOOL8, OperandType.TENSOR_QUANT8_ASYMM, OperandType.TENSOR_QUANT8_ASYMM_SIGNED,
+             OperandType.TENSOR_QUANT8_SYMM, OperandType.TENSOR_QUANT16_ASYMM, OperandType.TENSOR_QUANT16_SYMM,
+             OperandType.TENSOR_INT32}
+
+
+def poison_for(tm: TestModel, j: int, size: int) -> bytes:
+    """The poison for output ``j`` of ``tm`` in a buffer of ``size`` bytes: for boolean,
+    quantized and int32 outputs whose expected values fill the buffer exactly, each element
+    set far from its expected value (false where true is expected, else true; integers
+    moved by half their type's range), so that an output the driver never writes fails the
+    comparison on every element; otherwise :data:`POISON` bytes (3.4e38 in float32, NaN in
+    float16)."""
+    operand = tm.main.operands[tm.main.output_indexes[j]]
+    expected = operand.data
+    if operand.type not in _INTEGRAL or expected is None or expected.nbytes != size or not size:
+        return _poisoned(size)
+    dtype = operand_dtype(operand.type)
+    values = np.ascontiguousarray(expected, dtype)
+    if operand.type == OperandType.TENSOR_BOOL8:
+        return np.where(values == 0, 1, 0).astype(dtype).tobytes()
+    half = np.int64(1) << (8 * values.itemsize - 1)
+    info = np.iinfo(dtype)
+    moved = values.astype(np.int64) + np.where(values.astype(np.int64) < info.min + half, half, -half)
+    return moved.astype(dtype).tobytes()
 
 
 class Binding:
@@ -108,17 +137,20 @@ class Binding:
             else:
                 Memory.copy(Memory.from_bytes(raw), self.dev_in[j])
 
-    def poison(self) -> None:
-        """Fill every output with :data:`POISON`; driver memories through ``Memory.copy``
-        from a poisoned host memory (NNAPI lets any memory from a descriptor be a copy's
-        destination, whatever its roles; zero-byte outputs are left alone)."""
+    def poison(self, tm: TestModel | None = None) -> None:
+        """Fill every output with poison (:func:`poison_for` ``tm``, the model whose
+        expected outputs this run is judged against; :data:`POISON` bytes without it);
+        driver memories through ``Memory.copy`` from a poisoned host memory (NNAPI lets any
+        memory from a descriptor be a copy's destination, whatever its roles; zero-byte
+        outputs are left alone)."""
         for j, s in enumerate(self.sizes):
+            poison = _poisoned(s) if tm is None else poison_for(tm, j, s)
             if self.mode == "buffer":
-                self.out_bufs[j][:] = _poisoned(s)
+                self.out_bufs[j][:] = poison
             elif self.mode == "memory":
-                self.out_mem.pool.buffer[self.out_off[j]:self.out_off[j] + s] = _poisoned(s)
+                self.out_mem.pool.buffer[self.out_off[j]:self.out_off[j] + s] = poison
             elif self.dev_out[j].logical_size == s:
-                Memory.copy(Memory.from_bytes(_poisoned(s)), self.dev_out[j])
+                Memory.copy(Memory.from_bytes(poison), self.dev_out[j])
 
     def attach(self, execution: Execution) -> None:
         """Set every input and output of ``execution`` to this storage."""

@@ -189,7 +189,7 @@ def _execute(compilation: Compilation, sequence: list[TestModel], mode: Mode, re
         for k, tm in enumerate(sequence):
             if k and tm is not sequence[k - 1]:
                 binding.load(tm)
-            binding.poison()
+            binding.poison(tm)
             if execution is None or mode.compute != "reusable":
                 execution = Execution(compilation)
                 if mode.compute == "reusable":

@@ -219,3 +219,48 @@ def test_a_driver_that_never_writes_outputs_fails_in_driver_memory_too(tmp_path)
     assert len(records) >= 20 and {r["mode"] for r in records.values()} == {"device"}
     passed = [i for i, r in records.items() if r["outcome"] != "failed"]
     assert not passed, passed[:5]
+
+
+def test_poison_is_far_from_every_expected_integral_value():
+    """Boolean, quantized and int32 outputs are poisoned element by element away from the
+    expected values (0x7F would be "true" in a TENSOR_BOOL8 and within one quantum of 127 or
+    128 in 8-bit types). Golden values by hand: false where true is expected and true where
+    false; integers moved by half their type's range."""
+    import dataclasses
+
+    import numpy as np
+
+    from cts.binding import POISON, poison_for
+    from runtime.testing.test_model import iter_corpus
+    from nncts.pytest_plugin import DEFAULT_CORPUS
+    from runtime.types import OperandType as T
+    tm = next(iter_corpus([DEFAULT_CORPUS / "V1_0"]))
+
+    def with_output(type_, values):
+        j = tm.main.output_indexes[0]
+        operands = list(tm.main.operands)
+        operands[j] = dataclasses.replace(operands[j], type=type_, data=np.array(values))
+        return dataclasses.replace(tm, main=dataclasses.replace(tm.main, operands=operands))
+
+    assert poison_for(with_output(T.TENSOR_BOOL8, np.array([True, False])), 0, 2) == bytes([0, 1])
+    assert poison_for(with_output(T.TENSOR_QUANT8_ASYMM, np.array([0, 127, 128, 255], np.uint8)), 0, 4) \
+        == bytes([128, 255, 0, 127])
+    assert poison_for(with_output(T.TENSOR_QUANT8_ASYMM_SIGNED, np.array([-128, -1, 0, 127], np.int8)), 0, 4) \
+        == np.array([0, 127, -128, -1], np.int8).tobytes()
+    assert poison_for(with_output(T.TENSOR_INT32, np.array([-5, 7], np.int32)), 0, 8) \
+        == np.array([-5 + 2**31, 7 - 2**31], np.int64).astype(np.int32).tobytes()
+    assert poison_for(with_output(T.TENSOR_FLOAT32, np.array([1.0], np.float32)), 0, 4) == bytes([POISON]) * 4
+    # a buffer of another size than the expected values (dynamic or insufficient outputs)
+    assert poison_for(with_output(T.TENSOR_BOOL8, np.array([True])), 0, 3) == bytes([POISON]) * 3
+
+
+def test_a_driver_that_never_writes_a_true_boolean_output_fails(tmp_path):
+    """V1_2 comparison models whose one boolean output is expected true passed a driver that
+    never writes its outputs while the poison was 0x7F bytes (non-zero is true); corpus
+    models, expected values from the AOSP corpus."""
+    code, records, out = run_cts(tmp_path, "--driver", "tests.broken_drivers:NeverWritesOutputs", "--mode",
+                                 "sync,device", "--corpus", "cts/corpus/V1_2", "-k", "quantized_overflow")
+    assert code == 1, out[-2000:]
+    assert len(records) >= 8, sorted(records)
+    assert all(r["outcome"] == "failed" for r in records.values()), \
+        [i for i, r in records.items() if r["outcome"] != "failed"]
