@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cts.binding import POISON
+from cts.binding import POISON, poison_for
 from runtime.errors import HalError
 from runtime.hal.memory import SharedMemory
 from runtime.hal.sync import ExecutionCallback, SyncFence
@@ -236,17 +236,20 @@ def execute(path: str, prepared, request, measure=MeasureTiming.NO, deadline_ns=
     raise ValueError(f"unknown execution path {path!r}; paths: {', '.join(PATHS)}")
 
 
-def poison_outputs(request: Request) -> None:
-    """Fill every output argument's bytes in its shared-memory pool with
-    :data:`cts.binding.POISON` (so a driver that does not write an output, or replays an
-    earlier execution's, fails)."""
-    for arg in request.outputs:
+def poison_outputs(request: Request, tm: TestModel | None = None) -> None:
+    """Fill every output argument's bytes in its shared-memory pool with poison (so a driver
+    that does not write an output, or replays an earlier execution's, fails): given ``tm``,
+    the model the run is judged against, :func:`cts.binding.poison_for` (boolean, quantized
+    and int32 outputs element by element away from the expected values), else
+    :data:`cts.binding.POISON` bytes."""
+    for j, arg in enumerate(request.outputs):
         if arg.has_no_value:
             continue
         pool = request.pools[arg.location.pool_index]
         if isinstance(pool, SharedMemory):
             loc = arg.location
-            pool.buffer[loc.offset:loc.offset + loc.length] = bytes([POISON]) * loc.length
+            pool.buffer[loc.offset:loc.offset + loc.length] = \
+                bytes([POISON]) * loc.length if tm is None else poison_for(tm, j, loc.length)
 
 
 def _inputs_of(request: Request, tm: TestModel | None, original: bytes) -> None:
@@ -255,7 +258,7 @@ def _inputs_of(request: Request, tm: TestModel | None, original: bytes) -> None:
 
 
 def path_runs(path: str, prepared, request: Request, wait_limit_s: float = WAIT_LIMIT_S,
-              changed: TestModel | None = None):
+              changed: TestModel | None = None, model: TestModel | None = None):
     """Yield each :class:`Run` the generated tests make on ``path`` (outputs poisoned before
     each; read them before resuming the generator):
 
@@ -270,26 +273,28 @@ def path_runs(path: str, prepared, request: Request, wait_limit_s: float = WAIT_
     A burst and a reusable execution run twice; given ``changed`` (the model with other
     input values, same shapes: :func:`cts.changed_inputs.changed_inputs`) three times:
     example inputs, ``changed``'s written into the same input pool (``Run.model`` is then
-    ``changed``), example inputs again. Stops after the first run that fails."""
+    ``changed``), example inputs again. Outputs are poisoned against ``model`` (the model
+    of ``request``'s example inputs) or ``changed`` (:func:`poison_outputs`). Stops after the
+    first run that fails."""
     no, yes = MeasureTiming.NO, MeasureTiming.YES
     original = bytes(request.pools[0].buffer) if request.pools else b""
     inputs = [None, None] if changed is None else [None, changed, None]
     if path in ("sync", "async"):
         for k, measure in enumerate((no, yes)):
-            poison_outputs(request)
+            poison_outputs(request, model)
             run = execute(path, prepared, request, measure, None, wait_limit_s)
             run.label = f"{path} run {k + 1} (measure {measure.name})"
             yield run
             if run.status != ErrorStatus.NONE:
                 return
     elif path == "fenced":
-        poison_outputs(request)
+        poison_outputs(request, model)
         first = execute_fenced(prepared, request, (), no, None, wait_limit_s,
                                label="fenced run 1 (no dependencies)")
         yield first
         if first.status != ErrorStatus.NONE:
             return
-        poison_outputs(request)
+        poison_outputs(request, model)
         yield execute_fenced(prepared, request, [first.fence], yes, None, wait_limit_s,
                              label="fenced run 2 (waiting for run 1's signaled fence, measure YES)")
     elif path == "burst":
@@ -302,7 +307,7 @@ def path_runs(path: str, prepared, request: Request, wait_limit_s: float = WAIT_
         for k, tm in enumerate(inputs):
             measure = yes if k else no
             _inputs_of(request, tm, original)
-            poison_outputs(request)
+            poison_outputs(request, tm or model)
             run = execute_burst(burst, request, tokens, measure, None,
                                 label=f"burst run {k + 1}{' (changed inputs)' * bool(tm)} (memory tokens "
                                       f"{tokens}, measure {measure.name})")
@@ -322,7 +327,7 @@ def path_runs(path: str, prepared, request: Request, wait_limit_s: float = WAIT_
             return
         for k, tm in enumerate(inputs):
             _inputs_of(request, tm, original)
-            poison_outputs(request)
+            poison_outputs(request, tm or model)
             run = execute_reusable(created.value, yes, None, label=f"reusable compute {k + 1}"
                                                                    f"{' (changed inputs)' * bool(tm)} (measure YES)")
             run.model = tm
@@ -396,7 +401,7 @@ def evaluate_prepared(prepared, tm: TestModel, paths=("sync", "burst"), wait_lim
     problems = []
     for path in paths:
         request = to_hal_request(tm)
-        for run in path_runs(path, prepared, request, wait_limit_s):
+        for run in path_runs(path, prepared, request, wait_limit_s, model=tm):
             problems += check_run(tm, request, run)
     return problems
 

@@ -109,7 +109,7 @@ def test_generated_hal(vts_generated_case, nncts_device, request):
         inputs_before = bytes(hal_request.pools[0].buffer)
         changed = changed_inputs(tm) if path in REUSING_PATHS else None
         problems = []
-        for run in path_runs(path, prepared.value, hal_request, wait_limit, changed):
+        for run in path_runs(path, prepared.value, hal_request, wait_limit, changed, model=tm):
             problems += check_run(tm, hal_request, run)
             given = inputs_before if run.model is None else bytes(to_hal_request(run.model).pools[0].buffer)
             if bytes(hal_request.pools[0].buffer) != given:
