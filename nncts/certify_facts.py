@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
-import importlib.metadata
 import subprocess
 import sys
 from pathlib import Path
@@ -22,13 +21,6 @@ PACKAGES = ("nncts", "numpy", "pytest", "pytest-xdist", "pytest-rerunfailures", 
 #: Test content whose checksums every bundle carries: name -> path below ROOT.
 CONTENT_ROOTS = {"corpus": "cts/corpus", "specs": "cts/specs/built", "operation table": "runtime/ops",
                  "random graph generator": "random_graph", "fuzz target": "fuzz"}
-
-
-def _version(dist: str) -> str:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
 
 
 def git_state(root: Path = ROOT) -> dict | None:
@@ -49,10 +41,10 @@ def git_state(root: Path = ROOT) -> dict | None:
 def environment(argv: list[str]) -> dict:
     """Python, platform, CPU (from :func:`mlts.run.environment`), package versions, the
     nncts version and git state, the time and the command line ``argv``."""
-    from mlts.run import environment as machine
+    from mlts.run import environment as machine, package_version
     env = machine()
     env.update({"python_executable": sys.executable,
-                "packages": {d: _version(d) for d in PACKAGES},
+                "packages": {d: package_version(d) for d in PACKAGES},
                 "nncts_git": git_state(), "time": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
                 "command_line": list(argv)})
     return env

@@ -23,8 +23,6 @@ from pathlib import Path
 from nncts.sharding import SHARD_FILE
 
 RECORDS = "outcomes.jsonl"
-#: The record outcomes of issue 13's vocabulary (see :mod:`reports.records`).
-OUTCOMES = ("passed", "failed", "skipped", "known_failure", "unexpected_pass", "flaky")
 
 
 @dataclass
@@ -47,24 +45,12 @@ class Shard:
 
 
 def read_outcomes(path: Path) -> list[dict]:
-    """The records of an outcomes.jsonl, the last one per test id (a resumed run may record a
-    test again). ValueError naming the file and line for a line that is not a JSON object with
-    a string ``id`` and an ``outcome`` of :data:`OUTCOMES` (a truncated last line is dropped)."""
-    lines = path.read_text(encoding="utf-8").splitlines()
+    """The records of an outcomes.jsonl (:func:`reports.records.read_records`, strict), the
+    last one per test id (a resumed run may record a test again). ValueError naming the file
+    and line for a line that is not an outcome record (a truncated last line is dropped)."""
+    from reports.records import read_records
     by_id: dict[str, dict] = {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            if number == len(lines):  # a killed run's last line
-                break
-            raise ValueError(f"{path}:{number}: not a JSON record") from None
-        if not (isinstance(record, dict) and isinstance(record.get("id"), str)
-                and record.get("outcome") in OUTCOMES):
-            raise ValueError(f"{path}:{number}: not an outcome record (needs a string id and an outcome "
-                             f"of {', '.join(OUTCOMES)})")
+    for record in read_records(path, strict=True):
         by_id.pop(record["id"], None)
         by_id[record["id"]] = record
     return list(by_id.values())
@@ -74,7 +60,7 @@ def load_shard(path) -> Shard:
     """Load a shard's report directory. ValueError (one line, naming it) when it is missing,
     lacks outcomes.jsonl or shard.json, or either is malformed."""
     from nncts.sharding import parse_shard
-    from reports.run import _read_json  # the run reports' reader: one-line ValueError
+    from reports.records import read_json
     path = Path(path)
     if not path.is_dir():
         raise ValueError(f"{path}: no such directory")
@@ -82,12 +68,12 @@ def load_shard(path) -> Shard:
         if not (path / name).is_file():
             hint = " (not written by a --shard run)" if name == SHARD_FILE else ""
             raise ValueError(f"{path}: no {name}{hint}")
-    doc = _read_json(path / SHARD_FILE)
+    doc = read_json(path / SHARD_FILE)
     try:
         index, count = parse_shard(f"{doc.get('shard')}/{doc.get('of')}")
     except ValueError as e:
         raise ValueError(f"{path / SHARD_FILE}: {e}") from None
-    meta = _read_json(path / "summary.json").get("meta") or {} if (path / "summary.json").is_file() else {}
+    meta = read_json(path / "summary.json").get("meta") or {} if (path / "summary.json").is_file() else {}
     selected = doc.get("selected")
     return Shard(path, index, count, str(doc.get("driver") or meta.get("driver") or "?"),
                  read_outcomes(path / RECORDS), meta, selected if isinstance(selected, int) else None)
@@ -193,4 +179,3 @@ def add_parsers(sub) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="where the merged run goes (created)")
     p.add_argument("--title", default=None, help="page title (default: suite, driver and shards)")
     p.set_defaults(handler=_merge)
-    p.error = lambda message: p.exit(2, f"{p.prog}: error: {message}\n")  # one line, no usage text

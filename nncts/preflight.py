@@ -102,31 +102,24 @@ def _checked_options() -> argparse.ArgumentParser:
     return p
 
 
-def _provider(module: str, name: str):
-    """``module.name`` when that module (another part of the plugin) provides it yet, else None."""
-    try:
-        return getattr(importlib.import_module(module), name, None)
-    except ImportError:
-        return None
-
-
 def check_pytest_options(extra: list[str]) -> None:
     """The suite options among the arguments passed on to pytest, checked with the functions
     their plugins use: ``--shard I/N`` (:func:`nncts.sharding.parse_shard`), ``--mode``
     (:func:`cts.modes.parse_modes`), ``--baseline FILE``
-    (:func:`nncts.expectations.load_baseline`), ``--profile`` (:func:`nncts.requirements.load_profile`);
-    a checker its module does not provide is left to pytest. Raises ValueError."""
+    (:func:`nncts.expectations.load_baseline`), ``--profile`` (:func:`nncts.requirements.load_profile`).
+    Raises ValueError."""
+    from cts.modes import parse_modes
+    from nncts.expectations import load_baseline
+    from nncts.requirements import load_profile
+    from nncts.sharding import parse_shard
     try:
         ns, _ = _checked_options().parse_known_args(extra)
     except argparse.ArgumentError as e:
         raise ValueError(one_line(e)) from None
-    checks = [("--shard", ns.shard, ("nncts.sharding", "parse_shard")),
-              ("--mode", ns.mode or None, ("cts.modes", "parse_modes")),
-              ("--baseline", ns.baseline, ("nncts.expectations", "load_baseline")),
-              ("--profile", ns.profile, ("nncts.requirements", "load_profile"))]
-    for option, value, (module, name) in checks:
-        check = _provider(module, name) if value is not None else None
-        if check is None:
+    checks = [("--shard", ns.shard, parse_shard), ("--mode", ns.mode or None, parse_modes),
+              ("--baseline", ns.baseline, load_baseline), ("--profile", ns.profile, load_profile)]
+    for option, value, check in checks:
+        if value is None:
             continue
         try:
             check(value)

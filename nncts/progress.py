@@ -21,7 +21,10 @@ import time
 import pytest
 from tqdm import tqdm
 
-#: Outcome counters in the order the line shows them; the last three only when non-zero.
+from reports.records import OUTCOMES
+
+#: Outcome counters in the order the line shows them (that of :data:`reports.records.OUTCOMES`);
+#: the last three only when non-zero.
 COUNTERS = ("passed", "failed", "skipped", "known failures", "unexpected passes", "flaky")
 LINE_FORMAT = ("[{desc}] {n:,}/{total:,} ({percentage:.1f}%)  {counts}  {speed} tests/s  "
                "elapsed {elapsed}  ETA {remaining}")
@@ -43,22 +46,16 @@ def pytest_configure(config):
                                       "nncts-progress")
 
 
+#: The counter of each record outcome (:func:`nncts.pytest_plugin.record_outcome`).
+LABELS = dict(zip(OUTCOMES, COUNTERS))
+
+
 def outcome_of(report) -> str | None:
     """The counter a test's finished phase report adds to (a name of :data:`COUNTERS`), or
-    None while the test is not finished: its call report, or its setup report when setup did
-    not pass; an attempt pytest-rerunfailures will repeat (outcome ``rerun``) does not count.
-    A baseline's known failure is a skip with ``wasxfail``, an unexpected pass a failure
-    tagged ``expectation`` (see :mod:`nncts.expectations`)."""
-    if report.outcome == "rerun" or not (report.when == "call" or (report.when == "setup" and not report.passed)):
-        return None
-    expectation = dict(getattr(report, "user_properties", ())).get("expectation")
-    if expectation == "known_failure" or (report.skipped and hasattr(report, "wasxfail")):
-        return "known failures"
-    if expectation == "unexpected_pass":
-        return "unexpected passes"
-    if report.passed:
-        return "flaky" if getattr(report, "rerun", 0) else "passed"
-    return "failed" if report.failed else "skipped"
+    None while the test is not finished or will be re-run: the record outcome
+    (:func:`nncts.pytest_plugin.record_outcome`, so the line counts what the records hold)."""
+    from nncts.pytest_plugin import record_outcome
+    return LABELS.get(record_outcome(report))
 
 
 class Progress:

@@ -221,11 +221,19 @@ def _tag_incidents(item, call, report, incidents) -> None:
 OPTIONAL_KEYS = ("operand_types", "driver_incident", "reproducers", "declined", "reason", "link", "baseline_id")
 
 
-def _outcome(report, props) -> str:
-    """The record outcome (see reports.records): the baseline's verdict, flaky for a pass
-    after a failed attempt, else pytest's."""
-    if props.get("expectation"):
-        return props["expectation"]
+def record_outcome(report) -> str | None:
+    """The record outcome (see :data:`reports.records.OUTCOMES`) of a test's finished phase
+    report: its call report, or its setup report when setup did not pass; None for any other
+    report and for an attempt pytest-rerunfailures will repeat (outcome ``rerun``). The
+    baseline's verdict (``expectation``; a skip with ``wasxfail`` is a known failure), flaky
+    for a pass after a failed attempt, else pytest's outcome."""
+    if report.outcome == "rerun" or not (report.when == "call" or (report.when == "setup" and not report.passed)):
+        return None
+    expectation = dict(getattr(report, "user_properties", ())).get("expectation")
+    if expectation:
+        return expectation
+    if report.skipped and hasattr(report, "wasxfail"):
+        return "known_failure"
     if report.passed:
         return "flaky" if getattr(report, "rerun", 0) else "passed"
     return "skipped" if report.skipped else "failed"
@@ -245,12 +253,10 @@ def pytest_runtest_logreport(report):
     when setup did not pass; an intermediate attempt of a re-run test (outcome ``rerun``)
     writes none (the final one carries ``attempts``)."""
     props = dict(report.user_properties)
-    if "operations" not in props or report.outcome == "rerun":
+    outcome = record_outcome(report)
+    if "operations" not in props or outcome is None:
         return
-    done = report.when == "call" or (report.when == "setup" and not report.passed)
-    if not done:
-        return
-    record = {"id": record_id(report.nodeid), "outcome": _outcome(report, props),
+    record = {"id": record_id(report.nodeid), "outcome": outcome,
               "duration_s": round(report.duration, 6), "message": _message(report),
               "operations": props["operations"], "feature_level": props.get("feature_level"),
               "skip_kind": props.get("skip_kind", ""), "mode": props.get("mode", "sync"),

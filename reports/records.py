@@ -23,16 +23,47 @@ class RecordWriter:
         self._file.close()
 
 
-def read_records(path: str | Path) -> list[dict]:
-    """Every record of a JSON-lines file; a truncated last line (killed run) is dropped."""
+#: Record outcomes besides passed / failed / skipped (nncts.expectations): a failure the
+#: baseline lists, a pass the baseline lists as failing, a pass after a failed attempt.
+EXPECTATION_OUTCOMES = ("known_failure", "unexpected_pass", "flaky")
+#: Every record outcome.
+OUTCOMES = ("passed", "failed", "skipped") + EXPECTATION_OUTCOMES
+
+
+def read_records(path: str | Path, strict: bool = False) -> list[dict]:
+    """Every record of a JSON-lines file; a truncated last line (killed run) is dropped.
+    Other unreadable lines are skipped, or with ``strict`` raise ValueError naming the file
+    and line, as does a line that is not a JSON object with a string ``id`` and an
+    ``outcome`` of :data:`OUTCOMES`."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
     records = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            if strict and number != len(lines):
+                raise ValueError(f"{path}:{number}: not a JSON record") from None
+            continue
+        if strict and not (isinstance(record, dict) and isinstance(record.get("id"), str)
+                           and record.get("outcome") in OUTCOMES):
+            raise ValueError(f"{path}:{number}: not an outcome record (needs a string id and an outcome "
+                             f"of {', '.join(OUTCOMES)})")
+        records.append(record)
     return records
+
+
+def read_json(path: Path) -> dict:
+    """A JSON object file (summary.json, mlts.json, shard.json); ValueError (one line, naming
+    the file) when it is unreadable, not JSON or not an object."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: not readable JSON ({e})") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    return doc
 
 
 def per_operation(records, every_operation: bool = True) -> dict[str, collections.Counter]:
@@ -72,11 +103,6 @@ def per_mode(records) -> dict[str, dict]:
         row[r["outcome"]] = row.get(r["outcome"], 0) + 1
         row["seconds"] += r.get("duration_s", 0.0)
     return dict(sorted(table.items(), key=lambda kv: (kv[0] != "sync", kv[0])))
-
-
-#: Record outcomes besides passed / failed / skipped (nncts.expectations): a failure the
-#: baseline lists, a pass the baseline lists as failing, a pass after a failed attempt.
-EXPECTATION_OUTCOMES = ("known_failure", "unexpected_pass", "flaky")
 
 
 def totals(records) -> collections.Counter:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import charts, junit, matrix
-from .records import EXPECTATION_OUTCOMES, per_mode, per_operation, per_source, read_records, totals
+from .records import EXPECTATION_OUTCOMES, per_mode, per_operation, per_source, read_json, read_records, totals
 from .replay import replay_command
 
 RECORDS, SUMMARY, MLTS, RESULTS = "outcomes.jsonl", "summary.json", "mlts.json", "results"
@@ -60,16 +60,6 @@ def suite_dirs(paths) -> list[Path]:
     return out
 
 
-def _read_json(path: Path) -> dict:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: not readable JSON ({e})") from None
-    if not isinstance(doc, dict):
-        raise ValueError(f"{path}: not a JSON object")
-    return doc
-
-
 def load_dir(path: Path, meta: dict | None = None) -> SuiteDir:
     """Load one suite directory; ``meta`` overrides its summary.json's. ValueError for an
     unreadable summary.json or mlts.json."""
@@ -77,10 +67,10 @@ def load_dir(path: Path, meta: dict | None = None) -> SuiteDir:
     if (sd.path / RECORDS).is_file():
         sd.records = [dict(r, suite=r.get("suite", "cts")) for r in read_records(sd.path / RECORDS)]
     if meta is None and (sd.path / SUMMARY).is_file():
-        meta = _read_json(sd.path / SUMMARY).get("meta") or {}
+        meta = read_json(sd.path / SUMMARY).get("meta") or {}
     sd.meta = dict(meta or {})
     if (sd.path / MLTS).is_file():
-        sd.mlts = _read_json(sd.path / MLTS)
+        sd.mlts = read_json(sd.path / MLTS)
     return sd
 
 
