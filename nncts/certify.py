@@ -2,12 +2,14 @@
 
 ``nncts certify --driver NAME [--out DIR] [--quick] [--driver-process] [--modes default|all]
 [--fuzz-seconds S] [--profile P] [--baseline F] [--retries N] [--jobs N] [--suite-timeout S]
-[--skip SUITE] [--archive]`` runs every suite (:mod:`nncts.certify_suites`) as a subprocess
+[--skip SUITE] [--archive] [--sign-key KEY]`` runs every suite (:mod:`nncts.certify_suites`) as a subprocess
 into ``DIR/results/<suite>/`` and writes the bundle: ``environment.json`` and ``driver.json``
 (:mod:`nncts.certify_facts`), ``checksums.json`` (the test content the run used),
 ``report/`` (one report over the suites: :func:`reports.run.write_run_report`),
-``verdict.json``, and ``MANIFEST.sha256`` last (:mod:`nncts.bundle`); with ``--archive`` also
-``DIR.tar.gz``. Exit 0 when certified, 1 when not, 2 for bad options (one line).
+``verdict.json``, and ``MANIFEST.sha256`` last (:mod:`nncts.bundle`); with ``--sign-key`` also
+``SIGNER`` (before the manifest, which lists it) and ``MANIFEST.sha256.sig`` (after it:
+:mod:`nncts.signing`); with ``--archive`` also ``DIR.tar.gz``. Exit 0 when certified, 1 when
+not, 2 for bad options (one line; a key that does not load is one, before any suite runs).
 
 The verdict: certified when every required suite ran and passed (exit 0, no failed test or
 unexpected pass, no inaccurate or failed MLTS model, no fuzz finding). Required: the CTS, the
@@ -15,9 +17,17 @@ VTS, the random graphs, the fuzzer, and the MLTS when the ``mlts`` extra is inst
 it the MLTS is recorded as not run with the reason, and does not count). A suite left out with
 ``--skip`` makes the bundle not certified (incomplete).
 
-``nncts verify BUNDLE`` (a bundle directory or its ``.tar.gz``) recomputes every digest:
-exit 0 and ``bundle OK: N files, verdict ...``; exit 1 naming each altered, missing or unlisted
-file; exit 2 (one line) when BUNDLE is not a bundle.
+``nncts verify BUNDLE [--public-key PUB]`` (a bundle directory or its ``.tar.gz``) checks it
+under :func:`nncts.bundle.verify`'s rules and limits: exit 0 and ``bundle OK: N files, verdict
+...`` (the reasons of a verdict other than certified indented below it), then a ``signature:``
+line: unsigned, signed by a fingerprint not checked (no ``--public-key``), or good. Exit 1
+naming each refused, altered, missing or unlisted file, and with ``--public-key`` when the
+signature does not match that key and the manifest (``signature does not match``) or the
+bundle is unsigned; exit 2 (one line) when BUNDLE is not a bundle or PUB is not a public key.
+Every string from the bundle is printed through :func:`nncts.bundle.printable`.
+
+``nncts keygen DIR`` writes a signing key pair (:func:`nncts.signing.keygen`) and prints the
+paths and the fingerprint; exit 2 (one line) when a key file exists there already.
 """
 from __future__ import annotations
 
@@ -28,12 +38,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import certify_facts, certify_suites
-from .bundle import MANIFEST, NotABundle, tree_digest, verify, write_archive, write_manifest
+from . import certify_facts, certify_suites, signing
+from .bundle import MANIFEST, SIGNATURE, NotABundle, printable, tree_digest, verify, write_archive
 from .certify_suites import SUITES
 from .preflight import check_driver, is_factory_spec, usage_exit
 
 DEFAULT_FUZZ_SECONDS = 60
+#: Most verdict reasons ``nncts verify`` prints.
+MAX_REASONS_SHOWN = 20
 
 
 def _check(args) -> None:
@@ -59,6 +71,11 @@ def _check(args) -> None:
             load_baseline(args.baseline)
         except ValueError as e:
             raise ValueError(f"--baseline: {e}") from None
+    if args.sign_key is not None:
+        try:
+            args.signing_key = signing.load_private_key(args.sign_key)
+        except ValueError as e:
+            raise ValueError(f"--sign-key: {e}") from None
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise ValueError(f"--out {out}: exists and is not an empty directory; choose another or remove it")
@@ -143,36 +160,94 @@ def _certify(args, parser) -> int:
     doc["report"] = _report(bundle, doc, driver)
     doc["seconds"] = round(time.monotonic() - start, 1)
     _write_json(bundle / "verdict.json", doc)
-    write_manifest(bundle)
+    key = getattr(args, "signing_key", None)
+    signing.seal(bundle, key)
     print(f"certify: verdict: {doc['verdict'].upper()} in {doc['seconds']:.0f} s"
           + "".join(f"\n  {r}" for r in doc["reasons"]))
-    print(f"bundle: {bundle} (check it with: nncts verify {bundle})")
+    if key is None:
+        print(f"bundle: {bundle} (unsigned; check it with: nncts verify {bundle})")
+    else:
+        print(f"bundle: {bundle} (signed by {signing.fingerprint(key.public_key())}; check it with: "
+              f"nncts verify {bundle} --public-key <its nncts-signing.pub>)")
     if args.archive:
         print(f"archive: {write_archive(bundle)}")
     return 0 if doc["certified"] else 1
 
 
+def _verdict_lines(check) -> list[str]:
+    """``verdict <verdict>`` and the indented reasons of ``verdict.json`` (read only when the
+    manifest covers it and its digest matched), unescaped."""
+    try:
+        doc = json.loads(check.verdict_text) if check.verdict_text is not None else None
+    except ValueError:
+        doc = "unreadable"
+    if not isinstance(doc, dict):
+        return [f"verdict unknown ({'no verdict.json' if doc is None else 'verdict.json is not a JSON object'})"]
+    reasons = doc.get("reasons") if isinstance(doc.get("reasons"), list) else []
+    lines = [f"verdict {doc.get('verdict', 'unknown (verdict.json has no verdict)')}"]
+    lines += [f"  {r}" for r in reasons[:MAX_REASONS_SHOWN]]
+    if len(reasons) > MAX_REASONS_SHOWN:
+        lines.append(f"  ... and {len(reasons) - MAX_REASONS_SHOWN} more reasons in verdict.json")
+    return lines
+
+
+def _signature(check, public_key, public_key_path) -> tuple[bool, str]:
+    """Whether the signature passes (always without a ``public_key``), and the line saying so."""
+    signer = (check.signer_text or "").strip() or "an unknown key (no SIGNER file the manifest covers)"
+    if public_key is None:
+        if check.signature is None:
+            return True, "signature: none (the bundle is unsigned)"
+        return True, f"signature: signed by {signer} (not checked: pass --public-key)"
+    given = signing.fingerprint(public_key)
+    if check.signature is None:
+        return False, f"bundle is unsigned: no {SIGNATURE}, and --public-key {public_key_path} was given"
+    if check.manifest is None or not signing.signature_matches(check.manifest, check.signature, public_key):
+        return False, (f"signature does not match: {SIGNATURE} is not the signature of this {MANIFEST} by the "
+                       f"key {given} (--public-key {public_key_path}; the bundle names {signer})")
+    if check.signer_text is not None and signer != given:
+        return False, f"signature does not match: the key {given} signed it, but its SIGNER names {signer}"
+    return True, f"signature: good, signed by {given} (--public-key {public_key_path})"
+
+
 def _verify(args, parser) -> int:
-    """``nncts verify BUNDLE``: see the module docstring."""
+    """``nncts verify BUNDLE [--public-key PUB]``: see the module docstring."""
     try:
+        public_key = None if args.public_key is None else signing.load_public_key(args.public_key)
         check = verify(args.bundle)
-    except NotABundle as e:
-        usage_exit("nncts verify", e)
+    except (NotABundle, ValueError) as e:
+        usage_exit("nncts verify", printable(e))
     except OSError as e:
-        usage_exit("nncts verify", f"{args.bundle}: cannot read it: {e}")
-    try:
-        verdict_text = json.loads(check.verdict_text or "{}").get("verdict", "unknown (no verdict.json)")
-    except (ValueError, AttributeError):
-        verdict_text = "unknown (verdict.json unreadable)"
-    if check.ok:
-        print(f"bundle OK: {len(check.listed)} files, verdict {verdict_text}")
+        usage_exit("nncts verify", printable(f"{args.bundle}: cannot read it: {e}"))
+    signed, signature_line = _signature(check, public_key, args.public_key)
+    if check.ok and signed:
+        verdict_line, *reasons = _verdict_lines(check)
+        for line in [f"bundle OK: {len(check.listed)} files, {verdict_line}", *reasons, signature_line]:
+            print(printable(line))
         return 0
-    for kind in ("altered", "missing", "unlisted"):
+    for kind in ("refused", "altered", "missing", "unlisted"):
         for rel in getattr(check, kind):
-            print(f"{kind}: {rel}")
-    print(f"bundle NOT OK: {len(check.altered)} altered, {len(check.missing)} missing, "
-          f"{len(check.unlisted)} unlisted file(s) against {MANIFEST} ({len(check.listed)} listed)")
+            print(printable(f"{kind}: {rel}"))
+    if not signed:
+        print(printable(signature_line))
+    if check.compared:
+        summary = (f"{len(check.altered)} altered, {len(check.missing)} missing, {len(check.unlisted)} unlisted, "
+                   f"{len(check.refused)} refused file(s) against {MANIFEST} ({len(check.listed)} listed)")
+    else:
+        summary = f"{len(check.refused)} refused file(s); the files were not compared with {MANIFEST}"
+    print(f"bundle NOT OK: {summary}" + ("" if signed else f"; {signature_line.split(':')[0]}"))
     return 1
+
+
+def _keygen(args, parser) -> int:
+    """``nncts keygen DIR``: see the module docstring."""
+    try:
+        private, public, fingerprint = signing.keygen(args.directory)
+    except OSError as e:
+        usage_exit("nncts keygen", e if e.errno is None else f"{args.directory}: cannot write the key pair: {e}")
+    print(f"private key: {private} (mode 0600: keep it secret; nncts certify --sign-key {private})")
+    print(f"public key: {public} (give it to whoever verifies: nncts verify BUNDLE --public-key {public})")
+    print(f"fingerprint: {fingerprint}")
+    return 0
 
 
 def add_parsers(sub) -> None:
@@ -201,8 +276,19 @@ def add_parsers(sub) -> None:
     c.add_argument("--skip", action="append", default=[], choices=SUITES, metavar="SUITE",
                    help=f"leave a suite out ({', '.join(SUITES)}; repeatable): the bundle is then not certified")
     c.add_argument("--archive", action="store_true", help="also write DIR.tar.gz")
+    c.add_argument("--sign-key", default=None, metavar="KEY",
+                   help="sign the bundle's manifest with this private key (nncts keygen writes one): "
+                        "MANIFEST.sha256.sig, and SIGNER with its fingerprint")
     c.set_defaults(handler=_certify)
     v = sub.add_parser("verify", help="check a certification bundle (directory or .tar.gz) against its "
-                                      "MANIFEST.sha256: altered, missing and unlisted files")
+                                      "MANIFEST.sha256 (refused, altered, missing and unlisted files) and, with "
+                                      "--public-key, its signature")
     v.add_argument("bundle", metavar="BUNDLE")
+    v.add_argument("--public-key", default=None, metavar="PUB",
+                   help="check the bundle's signature with this public key (exit 1 when it does not match or "
+                        "the bundle is unsigned)")
     v.set_defaults(handler=_verify)
+    k = sub.add_parser("keygen", help="write an Ed25519 key pair for signing bundles (nncts certify --sign-key): "
+                                      "DIR/nncts-signing.key (0600) and DIR/nncts-signing.pub")
+    k.add_argument("directory", metavar="DIR")
+    k.set_defaults(handler=_keygen)

@@ -1,7 +1,8 @@
 """``nncts certify`` and ``nncts verify``: a quick certification of the sample driver makes a
 bundle that verifies (also with ``sha256sum -c``); one flipped byte, a deleted file, an added
-file, a rewritten archive member are each named; a driver with a planted fault is not
-certified; misuse is one line and exit 2.
+file, a rewritten archive member are each named; the bundle is signed (``--sign-key``) and a
+forgery whose manifest was regenerated does not match the signature; a driver with a planted
+fault is not certified; misuse is one line and exit 2.
 
 One quick certification (about 20 s) is shared by the tests of this module, also across
 pytest-xdist workers (made once under a file lock in the session's shared temp directory);
@@ -21,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from nncts import signing
+from nncts.bundle import write_archive, write_manifest
 from nncts.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,21 +36,23 @@ def _certify(out: Path, *options: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def certified(tmp_path_factory, worker_id):
-    """(bundle directory, certify's completed process) of ``nncts certify --driver sample
-    --quick --archive``, made once per test session."""
+    """(bundle directory, certify's completed process, public key path) of ``nncts certify
+    --driver sample --quick --archive --sign-key KEY`` (KEY from ``nncts keygen``), made once
+    per test session."""
     shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
-    out, log = shared / "certify-sample", shared / "certify-sample.json"
+    out, log, keys = shared / "certify-sample", shared / "certify-sample.json", shared / "certify-keys"
     with open(shared / "certify-sample.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not log.exists():
-            proc = _certify(out, "--driver", "sample", "--archive")
+            private, _, _ = signing.keygen(keys)
+            proc = _certify(out, "--driver", "sample", "--archive", "--sign-key", str(private))
             log.write_text(json.dumps([proc.returncode, proc.stdout, proc.stderr]))
     code, stdout, stderr = json.loads(log.read_text())
-    return out, subprocess.CompletedProcess([], code, stdout, stderr)
+    return out, subprocess.CompletedProcess([], code, stdout, stderr), keys / signing.PUBLIC_KEY
 
 
-def _verify(path, capsys) -> tuple[int, str, str]:
-    code = main(["verify", str(path)])
+def _verify(path, capsys, *options) -> tuple[int, str, str]:
+    code = main(["verify", str(path), *map(str, options)])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
 
@@ -57,7 +62,7 @@ def _copy(bundle: Path, tmp_path: Path) -> Path:
 
 
 def test_quick_certification_of_the_sample_driver(certified, capsys):
-    bundle, proc = certified
+    bundle, proc, public = certified
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for suite in ("cts", "vts", "random-graph", "fuzz", "mlts"):
         assert f"certify: {suite}: passed in " in proc.stdout   # one progress line per suite
@@ -77,16 +82,36 @@ def test_quick_certification_of_the_sample_driver(certified, capsys):
     report = json.loads((bundle / "report" / "report.json").read_text())
     assert {row["suite"] for row in report["per_suite"]} == {"cts", "vts", "random_graph"}
     files = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file())
-    code, out, _ = _verify(bundle, capsys)
-    assert code == 0 and out == f"bundle OK: {len(files) - 1} files, verdict certified\n"
+    fingerprint = signing.fingerprint(signing.load_public_key(public))
+    assert f"(signed by {fingerprint}; check it with: " in proc.stdout
+    assert (bundle / "SIGNER").read_text() == fingerprint + "\n"
+    code, out, _ = _verify(bundle, capsys)     # every file but the manifest and its signature listed
+    assert code == 0 and out == (f"bundle OK: {len(files) - 2} files, verdict certified\n"
+                                 f"signature: signed by {fingerprint} (not checked: pass --public-key)\n")
     if shutil.which("sha256sum"):   # the manifest is sha256sum's format
         check = subprocess.run(["sha256sum", "--check", "--strict", "--quiet", "MANIFEST.sha256"], cwd=bundle,
                                capture_output=True, text=True)
         assert check.returncode == 0, check.stdout + check.stderr
 
 
+def test_the_signed_bundle_and_a_remanifested_forgery(certified, tmp_path, capsys):
+    bundle, _, public = certified
+    for target in (bundle, bundle.with_name(bundle.name + ".tar.gz")):
+        code, out, _ = _verify(target, capsys, "--public-key", public)
+        assert code == 0 and out.splitlines()[-1].startswith("signature: good, signed by SHA256:"), out
+    forged = _copy(bundle, tmp_path)
+    verdict = json.loads((forged / "verdict.json").read_text())
+    verdict["driver"] = "someone-else"
+    (forged / "verdict.json").write_text(json.dumps(verdict))
+    write_manifest(forged)        # integrity holds again: only the signature tells
+    assert _verify(forged, capsys)[0] == 0
+    for target in (forged, write_archive(forged)):
+        code, out, _ = _verify(target, capsys, "--public-key", public)
+        assert code == 1 and out.startswith("signature does not match: "), out
+
+
 def test_checksums_of_the_specs_tree(certified):
-    bundle, _ = certified
+    bundle, *_ = certified
     sums = json.loads((bundle / "checksums.json").read_text())
     root = ROOT / "cts" / "specs" / "built"
     files = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
@@ -121,7 +146,7 @@ def test_the_archive_verifies_and_a_rewritten_member_is_named(certified, tmp_pat
     bundle = certified[0]
     archive = bundle.with_name(bundle.name + ".tar.gz")
     code, out, _ = _verify(archive, capsys)
-    assert code == 0 and out.startswith("bundle OK: ") and out.endswith("verdict certified\n")
+    assert code == 0 and out.startswith("bundle OK: ") and out.splitlines()[0].endswith("verdict certified")
     forged = tmp_path / "forged.tar.gz"
     with tarfile.open(archive) as src, tarfile.open(forged, "w:gz") as dst:
         for member in src:
@@ -181,4 +206,6 @@ def test_a_planted_fault_is_not_certified(tmp_path, capsys):
     # only models with a quantized ADD fail (the *_all_inputs_as_internal variants add ADDs)
     assert not [i for _, i in failing if "conv_float" in i or ("conv_quant8" in i and "as_internal" not in i)]
     code, stdout, _ = _verify(out, capsys)
-    assert code == 0 and stdout.endswith("verdict not certified\n")
+    lines = stdout.splitlines()
+    assert code == 0 and lines[0].endswith("verdict not certified") and lines[1].startswith("  cts: failed: ")
+    assert lines[-1] == "signature: none (the bundle is unsigned)"
