@@ -43,6 +43,9 @@ the process is restarted and fuzzing goes on. Coverage then guides by the runtim
 (the reference validator, the proxy): the driver's code runs in the other process.
 
 Exit status: 0 when the run ended normally without any new finding, 1 otherwise.
+``--replay`` prints one line per file (``OPEN``, ``fixed``, or ``BAD`` with what is wrong
+with a file that cannot be read as a finding: :func:`fuzz.findings.read_finding_input`) and
+exits 2 when a file was malformed, else 1 when a finding is still open, else 0.
 """
 from __future__ import annotations
 
@@ -257,6 +260,9 @@ def convert_new_artifacts(args, artifacts: Path) -> list[Path]:
 # --- replay -----------------------------------------------------------------------------
 
 def replay_main(args) -> int:
+    """``--replay``: re-run each saved finding (``.json.gz``, ``.bin``, or directories of
+    them) and print whether it is still open; a file that is not a readable finding is one
+    ``BAD`` line and the others still replay. Returns the exit status (module docstring)."""
     import signal
     from fuzz.findings import FindingRecorder, read_finding_input
     from fuzz.target import FuzzTarget
@@ -276,19 +282,26 @@ def replay_main(args) -> int:
         raise TimeoutError(f"replay ran past {args.replay_timeout} s")
 
     signal.signal(signal.SIGALRM, on_alarm)
-    still_open = 0
+    still_open = malformed = 0
     for f in files:
+        try:
+            data = read_finding_input(f)
+        except ValueError as e:  # one bad file is reported, the others still replay
+            malformed += 1
+            print(f"BAD   {' '.join(str(e).split())}")
+            continue
         signal.alarm(args.replay_timeout)
         try:
-            found = [x.message for x in target.run(read_finding_input(f))]
+            found = [x.message for x in target.run(data)]
         except TimeoutError as e:
             found = [str(e)]
         finally:
             signal.alarm(0)
         still_open += bool(found)
         print(f"{'OPEN ' if found else 'fixed'} {f.name}{': ' + found[0] if found else ''}")
-    print(f"{len(files)} replayed, {still_open} still open")
-    return 1 if still_open else 0
+    print(f"{len(files) - malformed} replayed, {still_open} still open"
+          + (f", {malformed} malformed (not replayed)" if malformed else ""))
+    return 2 if malformed else 1 if still_open else 0
 
 
 # --- parent -----------------------------------------------------------------------------

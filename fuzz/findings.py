@@ -38,10 +38,9 @@ already has one (of any kind).
 from __future__ import annotations
 
 import base64
+import binascii
 import copy
-import gzip
 import hashlib
-import json
 import re
 import sys
 import sysconfig
@@ -53,6 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from runtime.errors import HalError, NnapiError
+from runtime.files import MAX_DOCUMENT_BYTES, load_json, read_bytes
 from runtime.executor import run_subgraph
 from runtime.hal.validate import validate_model, validate_request
 from runtime.testing.corpus_writer import model_json as corpus_model_json, write_document
@@ -284,12 +284,34 @@ class FindingRecorder:
         return path
 
 
+#: Where a finding document keeps its fuzz input (base64).
+_INPUT_FIELD = ("models", 0, "fuzz", "input_b64")
+
+
 def read_finding_input(path: Path) -> bytes:
-    """The fuzz input of a finding file (``.json.gz``: its ``fuzz.input_b64``) or of a raw
-    input file (any other file)."""
+    """The fuzz input of a finding file (``.json.gz``: its ``models[0].fuzz.input_b64``) or
+    of a raw input file (any other file), read under the bounds of :mod:`runtime.files`
+    (64 MiB once inflated, 64 levels of nesting). Raises ValueError, one line naming the
+    file and what is wrong: it cannot be read, breaks a bound, is not gzip JSON, lacks the
+    input field or holds no base64 in it."""
     path = Path(path)
-    if path.name.endswith(".json.gz"):
-        with gzip.open(path, "rt", encoding="utf-8") as f:
-            doc = json.load(f)
-        return base64.b64decode(doc["models"][0]["fuzz"]["input_b64"])
-    return path.read_bytes()
+    try:
+        if not path.name.endswith(".json.gz"):
+            return read_bytes(path, MAX_DOCUMENT_BYTES)
+        node = load_json(path)
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read ({e.strerror or e})") from None
+    trail = ""
+    for step in _INPUT_FIELD:
+        found = (isinstance(node, list) and len(node) > step) if isinstance(step, int) else \
+            (isinstance(node, dict) and step in node)
+        trail += f"[{step}]" if isinstance(step, int) else f".{step}" if trail else step
+        if not found:
+            raise ValueError(f"{path}: not a fuzz finding: no {trail}")
+        node = node[step]
+    if not isinstance(node, str):
+        raise ValueError(f"{path}: not a fuzz finding: {trail} is not a string")
+    try:
+        return binascii.a2b_base64(node, strict_mode=True)
+    except (binascii.Error, ValueError) as e:  # ValueError: a character that is not ASCII
+        raise ValueError(f"{path}: {trail} is not base64 ({e})") from None

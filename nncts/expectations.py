@@ -1,6 +1,6 @@
 """pytest plugin part of :mod:`nncts.pytest_plugin`: expectations of a certification run.
 
-``--baseline FILE`` lists known failures (TOML, read with :mod:`tomllib`)::
+``--baseline FILE`` lists known failures (TOML, read with :func:`runtime.files.load_toml`)::
 
     [[known_failure]]
     id = "V1_0/add_quant8/*"             # record id (the pytest parameter id) or node id;
@@ -24,11 +24,12 @@ stays a known failure.
 from __future__ import annotations
 
 import fnmatch
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from runtime.files import load_toml
 
 ENTRY_KEYS = {"id": str, "reason": str, "link": str, "incident": bool}
 
@@ -61,16 +62,15 @@ class Baseline:
 
 
 def load_baseline(path: str | Path) -> Baseline:
-    """Read and check a baseline file. Raises ValueError with a one-line message naming the
-    file (and the entry) when the file is missing, not TOML, has a key other than
-    ``known_failure``, or an entry lacks ``id`` / ``reason``, has an unknown key or a value
-    of the wrong type."""
+    """Read and check a baseline file (under :func:`runtime.files.load_toml`'s bounds: 16 MiB,
+    64 levels of nesting). Raises ValueError with a one-line message naming the file (and
+    the entry) when the file is missing, too large, nested too deep, not TOML, has a key other
+    than ``known_failure``, or an entry lacks ``id`` / ``reason``, has an unknown key or a
+    value of the wrong type."""
     try:
-        doc = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        doc = load_toml(path)
     except OSError as e:
         raise ValueError(f"{path}: cannot read: {e.strerror or e}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path}: not valid TOML: {e}") from None
     unknown = sorted(set(doc) - {"known_failure"})
     if unknown:
         raise ValueError(f"{path}: unknown key(s) {', '.join(unknown)} (expected [[known_failure]] entries)")

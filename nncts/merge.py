@@ -74,6 +74,8 @@ def load_shard(path) -> Shard:
     except ValueError as e:
         raise ValueError(f"{path / SHARD_FILE}: {e}") from None
     meta = read_json(path / "summary.json").get("meta") or {} if (path / "summary.json").is_file() else {}
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path / 'summary.json'}: field 'meta' must be an object")
     selected = doc.get("selected")
     return Shard(path, index, count, str(doc.get("driver") or meta.get("driver") or "?"),
                  read_outcomes(path / RECORDS), meta, selected if isinstance(selected, int) else None)

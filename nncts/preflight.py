@@ -67,6 +67,16 @@ def is_factory_spec(spec: str) -> bool:
     return spec not in BUNDLED and ":" in spec
 
 
+def check_endpoint_options(args) -> None:
+    """``--driver-endpoint ADDRESS`` and its mutual-TLS files ``--driver-endpoint-key/-cert/-ca``
+    (:func:`runtime.remote.access.endpoint_tls`): all three files or none, each a readable PEM
+    file, given only with an endpoint; a TCP endpoint without them must be loopback. The
+    endpoint is not contacted. Raises ValueError."""
+    from runtime.remote.access import ENDPOINT_TLS_HELP, endpoint_tls
+    endpoint_tls(getattr(args, "driver_endpoint", None),
+                 *(getattr(args, f"driver_endpoint_{part}", None) for part in ENDPOINT_TLS_HELP))
+
+
 def check_positive(option: str, value: float | None) -> None:
     """A number of seconds (``--timeout``, ``--driver-timeout``) must be positive when
     given. Raises ValueError."""
@@ -77,9 +87,10 @@ def check_positive(option: str, value: float | None) -> None:
 def check_corpus(corpus: list[str]) -> None:
     """The ``--corpus`` directories must exist and every test model in them must load (the
     suites' loader, :func:`runtime.testing.test_model.iter_corpus`), so a malformed corpus
-    file (:class:`~runtime.testing.test_model.CorpusError`, naming the file and field) stops
+    file or one past a bound of :mod:`runtime.files` (a gzip bomb, nesting too deep:
+    :class:`~runtime.testing.test_model.CorpusError`, naming the file, model and field) stops
     the command before pytest starts: under pytest-xdist a worker's collection error would
-    not be one line. About a second for a corpus the size of the vendored one; the vendored
+    not be one line. About two seconds for a corpus the size of the vendored one; the vendored
     corpus and the built specs (the default, and ``--specs``) are not checked again here.
     Raises ValueError."""
     from runtime.testing.test_model import CorpusError, iter_corpus
@@ -140,7 +151,7 @@ def make_report_dir(path: str | Path) -> Path:
 
 def check_suite_arguments(args, extra: list[str]) -> Path:
     """Every check of a suite command (``args`` from its parser: ``driver``,
-    ``driver_endpoint``, ``timeout``, ``driver_timeout``, ``corpus`` when the suite reads
+    ``driver_endpoint`` and its TLS files, ``timeout``, ``driver_timeout``, ``corpus`` when the suite reads
     one, ``report_dir``; ``extra`` the arguments for pytest), cheapest first, the corpus
     last; then the report directory is created and returned. A driver endpoint is not
     contacted, and a ``module:factory`` driver is checked once pytest has set up its import
@@ -150,6 +161,7 @@ def check_suite_arguments(args, extra: list[str]) -> Path:
             check_driver(args.driver)
         except ValueError as e:
             raise ValueError(f"--driver: {e}") from None
+    check_endpoint_options(args)
     check_positive("--timeout", getattr(args, "timeout", None))
     check_positive("--driver-timeout", getattr(args, "driver_timeout", None))
     check_pytest_options(extra)

@@ -23,11 +23,12 @@ feature_level, operand_types, skip_kind), whatever the suite.
 """
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from runtime.files import load_toml
 
 #: Skip kinds meaning "the driver declines this test" (not a gap of the reference table).
 DECLINE_KINDS = frozenset({"feature_level", "unsupported_by_driver", "driver_rejects_model",
@@ -71,20 +72,19 @@ def _operation(name: str):
 
 
 def load_profile(spec: str) -> Profile:
-    """``none``, ``feature-level`` or a TOML profile file. Raises ValueError with a one-line
-    message naming the file for a missing or malformed file, an unknown key, a feature level
-    outside 1..8, or an unknown operation / operand type name."""
+    """``none``, ``feature-level`` or a TOML profile file (read under
+    :func:`runtime.files.load_toml`'s bounds). Raises ValueError with a one-line message
+    naming the file for a missing, too large, too deeply nested or malformed file, an unknown
+    key, a feature level outside 1..8, or an unknown operation / operand type name."""
     if spec in BUILTIN:
         return Profile(spec, required_nothing=spec == "none")
     from runtime.types import OperandType, OperationType
     path = Path(spec)
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        doc = load_toml(path)
     except OSError as e:
         raise ValueError(f"{spec}: not a built-in profile ({', '.join(BUILTIN)}) and cannot read it as a file: "
                          f"{e.strerror or e}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{spec}: not valid TOML: {e}") from None
     unknown = sorted(set(doc) - PROFILE_KEYS)
     if unknown:
         raise ValueError(f"{spec}: unknown key(s) {', '.join(unknown)} (allowed: {', '.join(sorted(PROFILE_KEYS))})")

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from runtime.files import load_json
+
 #: The run metadata file a sharded run writes into its report directory.
 SHARD_FILE = "shard.json"
 
@@ -99,11 +101,12 @@ def _write_meta(config, **counts) -> None:
     from nncts.pytest_plugin import driver_spec
     meta = {"shard": shard[0], "of": shard[1], "driver": driver_spec(config),
             "split": "sorted by module and name, dealt round-robin"}
-    if path.exists():
+    if path.exists():  # the counts another phase wrote; anything unreadable is written anew
         try:
-            meta.update({k: v for k, v in json.loads(path.read_text()).items() if k in ("collected", "selected")})
+            old = load_json(path)
         except (OSError, ValueError):
-            pass
+            old = {}
+        meta.update({k: v for k, v in old.items() if k in ("collected", "selected")} if isinstance(old, dict) else {})
     meta.update(counts)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -30,37 +30,71 @@ EXPECTATION_OUTCOMES = ("known_failure", "unexpected_pass", "flaky")
 OUTCOMES = ("passed", "failed", "skipped") + EXPECTATION_OUTCOMES
 
 
+#: Fields of an outcome record the reports read -> (the exact types their value may have,
+#: what that is); checked by :func:`read_records` with ``strict`` when the field is present.
+#: A ``list`` is a list of strings.
+RECORD_FIELDS = {"duration_s": ((int, float), "a number"), "message": ((str,), "a string"),
+                 "skip_kind": ((str,), "a string"), "suite": ((str,), "a string"), "mode": ((str,), "a string"),
+                 "nodeid": ((str,), "a string"), "declined": ((str,), "a string"),
+                 "driver_incident": ((str,), "a string"), "required": ((bool,), "a boolean"),
+                 "feature_level": ((int, type(None)), "an integer or null"),
+                 "operations": ((list,), "a list of strings"),
+                 "operand_types": ((list, type(None)), "a list of strings or null")}
+
+
+def _bad_field(record: dict) -> str | None:
+    """The first field of :data:`RECORD_FIELDS` whose value in ``record`` is of another type,
+    or None."""
+    for key, (types, _) in RECORD_FIELDS.items():
+        if key in record:
+            value = record[key]
+            if type(value) not in types or type(value) is list and not all(type(v) is str for v in value):
+                return key
+    return None
+
+
 def read_records(path: str | Path, strict: bool = False) -> list[dict]:
-    """Every record of a JSON-lines file; a truncated last line (killed run) is dropped.
-    Other unreadable lines are skipped, or with ``strict`` raise ValueError naming the file
-    and line, as does a line that is not a JSON object with a string ``id`` and an
-    ``outcome`` of :data:`OUTCOMES`."""
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    """Every record of a JSON-lines file, read under :func:`runtime.files.iter_json_lines`'
+    bounds (1 GiB in all, 1 MiB a line, 64 levels of nesting); a truncated last line (killed
+    run) is dropped. Other unreadable lines (not JSON, too long, too deep, not an object)
+    are skipped, or with ``strict`` raise ValueError naming the file and line, as does a line
+    that is not a JSON object with a string ``id`` and an ``outcome`` of :data:`OUTCOMES`, or
+    whose field of :data:`RECORD_FIELDS` is of another type. Raises ValueError
+    (:class:`runtime.files.FileFormatError`) for a file past the 1 GiB bound and OSError when
+    it cannot be read."""
+    from runtime.files import iter_json_lines
     records = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
+    for line in iter_json_lines(path):
+        if line.error is not None:
+            if strict and not line.last:
+                raise ValueError(f"{path}:{line.number}: not a JSON record ({line.error.reason})")
             continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            if strict and number != len(lines):
-                raise ValueError(f"{path}:{number}: not a JSON record") from None
-            continue
+        record = line.value
         if strict and not (isinstance(record, dict) and isinstance(record.get("id"), str)
                            and record.get("outcome") in OUTCOMES):
-            raise ValueError(f"{path}:{number}: not an outcome record (needs a string id and an outcome "
+            raise ValueError(f"{path}:{line.number}: not an outcome record (needs a string id and an outcome "
                              f"of {', '.join(OUTCOMES)})")
-        records.append(record)
+        key = _bad_field(record) if strict else None
+        if key:
+            raise ValueError(f"{path}:{line.number}: record {record['id'][:200]}: field {key!r} must be "
+                             f"{RECORD_FIELDS[key][1]}")
+        if isinstance(record, dict):
+            records.append(record)
     return records
 
 
 def read_json(path: Path) -> dict:
-    """A JSON object file (summary.json, mlts.json, shard.json); ValueError (one line, naming
-    the file) when it is unreadable, not JSON or not an object."""
+    """A JSON object file (summary.json, mlts.json, shard.json), read under
+    :func:`runtime.files.load_json`'s bounds (64 MiB, 64 levels of nesting); ValueError (one
+    line, naming the file) when it is unreadable, breaks a bound, is not JSON or not an
+    object."""
+    from runtime.files import load_json
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: not readable JSON ({e})") from None
+        doc = load_json(path)
+    except OSError as e:
+        raise ValueError(f"{path}: not readable JSON ({e.strerror or e})") from None
+    except ValueError as e:
+        raise ValueError(f"{path}: not readable JSON ({getattr(e, 'reason', e)})") from None
     if not isinstance(doc, dict):
         raise ValueError(f"{path}: not a JSON object")
     return doc

@@ -61,13 +61,17 @@ def suite_dirs(paths) -> list[Path]:
 
 
 def load_dir(path: Path, meta: dict | None = None) -> SuiteDir:
-    """Load one suite directory; ``meta`` overrides its summary.json's. ValueError for an
-    unreadable summary.json or mlts.json."""
+    """Load one suite directory; ``meta`` overrides its summary.json's. ValueError (one
+    line, naming the file) for an outcomes.jsonl line that is not an outcome record (strict
+    :func:`reports.records.read_records`: a directory may come from elsewhere, in a bundle),
+    an unreadable summary.json or mlts.json, or a summary ``meta`` that is not an object."""
     sd = SuiteDir(Path(path))
     if (sd.path / RECORDS).is_file():
-        sd.records = [dict(r, suite=r.get("suite", "cts")) for r in read_records(sd.path / RECORDS)]
+        sd.records = [dict(r, suite=r.get("suite", "cts")) for r in read_records(sd.path / RECORDS, strict=True)]
     if meta is None and (sd.path / SUMMARY).is_file():
         meta = read_json(sd.path / SUMMARY).get("meta") or {}
+        if not isinstance(meta, dict):
+            raise ValueError(f"{sd.path / SUMMARY}: field 'meta' must be an object")
     sd.meta = dict(meta or {})
     if (sd.path / MLTS).is_file():
         sd.mlts = read_json(sd.path / MLTS)

@@ -17,8 +17,9 @@ broken) with a one-line message naming the file, never a traceback:
 - :func:`iter_json_lines` reads a JSON-lines file (``outcomes.jsonl``) line by line, each
   line under its own byte limit (a bad line is reported, not fatal).
 
-Limits (bytes once inflated): :data:`MAX_DOCUMENT_BYTES` for one corpus document, finding or
-report JSON (the largest document the project ships inflates to 2.4 MB);
+Limits (bytes once inflated, and of the text once decoded: one character past U+FFFF makes
+every character of a Python string 4 bytes): :data:`MAX_DOCUMENT_BYTES` for one corpus
+document, finding or report JSON (the largest document the project ships inflates to 2.4 MB);
 :data:`MAX_TOML_BYTES` for a baseline or profile (TOML parses about 3 MB/s);
 :data:`MAX_RECORDS_BYTES` for a whole records file and :data:`MAX_LINE_BYTES` for one record
 (a full CTS run writes about 150,000 records of a few hundred bytes each).
@@ -130,6 +131,9 @@ def read_bytes(path: str | Path, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
         raise _gzip_error(path, e) from None
 
 
+_CONTAINERS = (dict, list)
+
+
 def _check_depth(doc, where: str, limit: int) -> None:
     """Raise FileLimitError when ``doc`` (parsed JSON/TOML) nests deeper than ``limit``
     (walked level by level, without recursion)."""
@@ -143,14 +147,11 @@ def _check_depth(doc, where: str, limit: int) -> None:
         level, depth = below, depth + 1
 
 
-_CONTAINERS = (dict, list)
-
-
-def _check_items(data: bytes, where: str, separators: tuple[bytes, ...]) -> None:
-    """Raise FileLimitError when ``data`` may hold more than :data:`MAX_ITEMS` values."""
-    count = sum(data.count(s) for s in separators)
-    if count > MAX_ITEMS:
-        raise FileLimitError(where, f"more than {MAX_ITEMS:,} values (the limit; {count:,} separators)")
+def _check_items(separators: int, where: str) -> None:
+    """Raise FileLimitError when a document of ``separators`` separators may hold more than
+    :data:`MAX_ITEMS` values."""
+    if separators > MAX_ITEMS:
+        raise FileLimitError(where, f"more than {MAX_ITEMS:,} values (the limit; {separators:,} separators)")
 
 
 def _decode(data: bytes, where: str, limit: int) -> str:
@@ -171,7 +172,9 @@ def parse_json(data: bytes, where: str, max_nesting: int = MAX_NESTING, limit: i
     levels and ``limit`` bytes of decoded text; ``where`` names the source in messages
     (``<path>`` or ``<path>:<line>``). Raises FileLimitError or FileFormatError (not UTF-8,
     not JSON, an integer of more digits than Python converts)."""
-    _check_items(data, where, (b",", b"[", b"{"))
+    containers = data.count(b"[") + data.count(b"{")
+    if len(data) > MAX_ITEMS:  # fewer bytes cannot hold more values
+        _check_items(containers + data.count(b","), where)
     text = _decode(data, where, limit)
     del data
     try:
@@ -180,14 +183,16 @@ def parse_json(data: bytes, where: str, max_nesting: int = MAX_NESTING, limit: i
         raise FileLimitError(where, f"nested deeper than {max_nesting} levels (the limit)") from None
     except ValueError as e:  # JSONDecodeError, or an integer literal past sys.get_int_max_str_digits()
         raise FileFormatError(where, f"not valid JSON: {' '.join(str(e).split())}") from None
-    _check_depth(doc, where, max_nesting)
+    if containers > max_nesting:  # fewer arrays and objects cannot nest deeper
+        _check_depth(doc, where, max_nesting)
     return doc
 
 
 def load_json(path: str | Path, limit: int = MAX_DOCUMENT_BYTES, max_nesting: int = MAX_NESTING):
     """The JSON document at ``path`` (``.gz`` inflated), under ``limit`` bytes (inflated,
-    and as decoded text), :data:`MAX_ITEMS` values and ``max_nesting`` levels. Raises FileLimitError,
-    FileFormatError (corrupt gzip, not UTF-8, not JSON; one line naming the file) or OSError."""
+    and as decoded text), :data:`MAX_ITEMS` values and ``max_nesting`` levels. Raises
+    FileLimitError, FileFormatError (corrupt gzip, not UTF-8, not JSON; one line naming the
+    file) or OSError."""
     return parse_json(read_bytes(path, limit), str(path), max_nesting, limit)
 
 
@@ -196,7 +201,7 @@ def load_toml(path: str | Path, limit: int = MAX_TOML_BYTES, max_nesting: int = 
     ``max_nesting`` levels. Raises FileLimitError, FileFormatError (not UTF-8, not TOML) or
     OSError."""
     data = read_bytes(path, limit)
-    _check_items(data, str(path), (b",", b"[", b"{", b"\n"))
+    _check_items(sum(data.count(c) for c in (b",", b"[", b"{", b"\n")), str(path))
     text = _decode(data, str(path), limit)
     del data
     try:
@@ -212,7 +217,8 @@ def load_toml(path: str | Path, limit: int = MAX_TOML_BYTES, max_nesting: int = 
 class JsonLine(NamedTuple):
     """One non-blank line of a JSON-lines file: its 1-based ``number``, its ``value`` (None
     when it has an ``error``, a FileFormatError naming ``<path>:<number>``), and whether it is
-    the ``last`` line of the file (a run killed mid-write leaves a truncated last line)."""
+    the ``last`` non-blank line of the file (a run killed mid-write leaves a truncated last
+    line)."""
 
     number: int
     value: object
@@ -220,19 +226,24 @@ class JsonLine(NamedTuple):
     last: bool
 
 
-def _raw_lines(f, line_limit: int) -> Iterator[bytes | None]:
-    """The lines of binary stream ``f`` without their line breaks; None for a line longer
-    than ``line_limit`` bytes (its bytes are read and dropped, never held)."""
+def _raw_lines(f, line_limit: int) -> Iterator[tuple[int, bytes | None]]:
+    """(1-based number, bytes without the line break) of each non-blank line of binary
+    stream ``f``; None for a line longer than ``line_limit`` bytes (its bytes are read and
+    dropped, never held)."""
+    number = 0
     while True:
         line = f.readline(line_limit + 2)
         if not line:
             return
-        if len(line.rstrip(b"\r\n")) <= line_limit:
-            yield line.rstrip(b"\r\n")
+        number += 1
+        text = line.rstrip(b"\r\n")
+        if len(text) <= line_limit:
+            if text.strip():
+                yield number, text
             continue
         while line and not line.endswith(b"\n"):
             line = f.readline(1 << 16)
-        yield None
+        yield number, None
 
 
 def iter_json_lines(path: str | Path, limit: int = MAX_RECORDS_BYTES, line_limit: int = MAX_LINE_BYTES,
@@ -244,13 +255,12 @@ def iter_json_lines(path: str | Path, limit: int = MAX_RECORDS_BYTES, line_limit
     corrupt gzip stream, OSError when it cannot be read."""
     try:
         with open_bounded(path, limit) as f:
-            number, pending = 0, None
-            for raw in _raw_lines(f, line_limit):
-                number += 1
-                if pending is not None and (pending[1] is None or pending[1].strip()):
+            pending = None  # held back one line: only then is it known whether it is the last
+            for entry in _raw_lines(f, line_limit):
+                if pending is not None:
                     yield _json_line(path, *pending, False, line_limit, max_nesting)
-                pending = (number, raw)
-            if pending is not None and (pending[1] is None or pending[1].strip()):
+                pending = entry
+            if pending is not None:
                 yield _json_line(path, *pending, True, line_limit, max_nesting)
     except _GZIP_ERRORS as e:
         raise _gzip_error(path, e) from None
@@ -261,6 +271,7 @@ def _json_line(path, number: int, raw: bytes | None, last: bool, line_limit: int
     if raw is None:
         return JsonLine(number, None, FileLimitError(where, f"longer than {line_limit:,} bytes (the limit)"), last)
     try:
-        return JsonLine(number, parse_json(raw, where, max_nesting, line_limit), None, last)
+        # a line's text may take 4 bytes a character (one character past U+FFFF in it)
+        return JsonLine(number, parse_json(raw, where, max_nesting, 4 * line_limit), None, last)
     except FileFormatError as e:
         return JsonLine(number, None, e, last)

@@ -3,16 +3,16 @@
 """
 from __future__ import annotations
 
-import base64
-import gzip
-import json
+import binascii
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
 
-from ..types import OperandLifeTime, OperandType, OperationType
+from ..files import FileFormatError, FileLimitError, load_json
+from ..types import OperandLifeTime, OperandType, OperationType, operand_dtype
+from .criteria import CRITERIA
 
 #: TestHalVersion name -> feature level (None for UNKNOWN).
 HAL_VERSION_FEATURE_LEVEL = {"UNKNOWN": None, "V1_0": 1, "V1_1": 2, "V1_2": 3, "V1_3": 4,
@@ -107,71 +107,252 @@ class TestModel:
         return sorted({op.type for sg in [self.main, *self.referenced] for op in sg.operations})
 
 
-def _decode_data(d, where: str) -> np.ndarray | None:
+# --- the schema check: every field's JSON kind, range and size, before anything is built ---
+
+_REQUIRED = object()
+_UINT32 = (0, 2**32 - 1)   # a dimension, a channel dimension
+_UINT64 = (0, 2**64 - 1)   # an operand index, a consumer count (the fuzzer writes up to 64 bits)
+_INT64 = (-2**63, 2**63 - 1)   # a zero point
+#: Most dimensions one operand may declare (the fuzzer writes up to 127; NNAPI states none).
+MAX_RANK = 1024
+#: What a field may be -> the exact Python types json gives it (``type(v) in ...``: a bool
+#: is no integer nor number here).
+_ACCEPT = {"object": (dict,), "list": (list,), "string": (str,), "boolean": (bool,), "integer": (int,),
+           "number": (int, float), "object or null": (dict, type(None))}
+_KIND_NAMES = {dict: "object", list: "list", str: "string", bool: "boolean", int: "integer", float: "number",
+               type(None): "null"}
+
+
+def _schema(fields: dict) -> tuple:
+    """A schema object's fields, ``{key: kind or (kind, default)}`` (no default: required), as
+    the rows :func:`_fields` reads."""
+    rows = []
+    for key, spec in fields.items():
+        kind, default = spec if isinstance(spec, tuple) else (spec, _REQUIRED)
+        rows.append((key, _ACCEPT[kind], kind, default))
+    return tuple(rows)
+
+
+_DOCUMENT = _schema({"spec": ("string", None), "version": ("string", ""), "models": ("list", [])})
+_MODEL = _schema({"name": "string", "spec": ("string", None), "version": ("string", None),
+                  "min_supported_version": ("string", "UNKNOWN"), "expect_failure": ("boolean", False),
+                  "is_relaxed": ("boolean", False), "expected_multinomial_distribution_tolerance": ("number", 0.0),
+                  "main": "object", "referenced": ("list", []), "accuracy_criteria": ("string", "")})
+_SUBGRAPH = _schema({"operands": "list", "operations": "list", "input_indexes": "list", "output_indexes": "list"})
+_OPERATION = _schema({"type": "string", "inputs": "list", "outputs": "list"})
+_OPERAND = _schema({"type": "string", "dimensions": "list", "scale": "number", "zero_point": "integer",
+                    "lifetime": "string", "number_of_consumers": "integer", "is_ignored": ("boolean", False),
+                    "channel_quant": ("object or null", None), "data": ("object or null", None)})
+_CHANNEL_QUANT = _schema({"scales": "list", "channel_dim": "integer"})
+_DATA = _schema({"dtype": "string", "b64": "string"})
+
+
+def _short(value, quote: bool = True, most: int = 100) -> str:
+    """``repr(value)`` (``str`` without ``quote``) cut to ``most`` characters, for messages:
+    a hostile file's names and lists can be megabytes long."""
+    text = repr(value) if quote else str(value)
+    return text if len(text) <= most else f"{text[:most]}... ({len(text):,} characters)"
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[0] in "aeiou" else f"a {kind}"
+
+
+def _kind(value) -> str:
+    """The JSON kind of a parsed value (``an object``, ``a list``, ``a string``, ...)."""
+    return _a(_KIND_NAMES.get(type(value), type(value).__name__))
+
+
+def _fields(obj, schema: tuple, where: str) -> list:
+    """The values of the ``schema`` fields (:func:`_schema`) of ``obj``, in schema order, each
+    of its kind (the default when absent). CorpusError naming ``where`` when ``obj`` is not an
+    object, or a field is missing or of another kind."""
+    if type(obj) is not dict:
+        raise CorpusError(f"{where}: must be an object, not {_kind(obj)}")
+    values = []
+    append, get = values.append, obj.get
+    for key, types, kind, default in schema:
+        value = get(key, default)
+        if type(value) not in types and value is not default or value is _REQUIRED:
+            if value is _REQUIRED:
+                raise CorpusError(f"{where}: missing field {key!r}")
+            raise CorpusError(f"{where}: field {key!r} must be {_a(kind)}, not {_kind(value)}")
+        append(value)
+    return values
+
+
+def _in_range(value: int, key: str, where: str, lo: int, hi: int) -> int:
+    if not lo <= value <= hi:
+        raise CorpusError(f"{where}: field {key!r} is {_short(value)}, outside {lo}..{hi}")
+    return value
+
+
+def _ints(values: list, key: str, where: str, lo: int, hi: int) -> list[int]:
+    """``values`` (field ``key``) when each is an integer from ``lo`` to ``hi``; CorpusError
+    naming the first that is not."""
+    if not all(type(v) is int and lo <= v <= hi for v in values):
+        k, bad = next((k, v) for k, v in enumerate(values) if not (type(v) is int and lo <= v <= hi))
+        what = f"{_short(bad)}, outside {lo}..{hi}" if type(bad) is int else f"{_kind(bad)}, not an integer"
+        raise CorpusError(f"{where}: field {key!r}: element {k} is {what}")
+    return values
+
+
+def _float(value, key: str, where: str) -> float:
+    """A JSON number as a float; CorpusError for an integer too large for one."""
+    try:
+        return float(value)
+    except OverflowError:
+        raise CorpusError(f"{where}: field {key!r}: {_short(value)} is too large for a float") from None
+
+
+def _enum(name: str, enum, key: str, where: str):
+    """The member of ``enum`` called ``name``; CorpusError naming the field otherwise."""
+    try:
+        return enum[name]
+    except KeyError:
+        raise CorpusError(f"{where}: field {key!r}: unknown {enum.__name__} {_short(name)}") from None
+
+
+def _dtype_table() -> dict[str, tuple[np.dtype, frozenset]]:
+    """Schema dtype name -> (numpy dtype of its bytes, the codes of the operand types it holds)."""
+    table = {}
+    for name, code in _DTYPES.items():
+        dtype = np.dtype(code)
+        holds = np.dtype(np.bool_) if name == "bool8" else dtype
+        table[name] = (dtype, frozenset(int(t) for t in OperandType if operand_dtype(t) == holds))
+    return table
+
+
+_DTYPE_TABLE = _dtype_table()
+
+
+def _element_count(dims: list[int], cap: int) -> int:
+    """prod(dims), or ``cap + 1`` as soon as the product passes ``cap`` (no product of a
+    thousand 32-bit dimensions is ever computed)."""
+    n = 1
+    for d in dims:
+        n *= d
+        if n > cap:
+            return cap + 1
+    return n
+
+
+def _decode_data(d: dict | None, t: OperandType, dims: list[int], where: str) -> np.ndarray | None:
+    """The value of operand ``where`` from its schema object ``d`` (None for null), checked
+    before it is decoded: its dtype must hold the operand type ``t``, and when the dimensions
+    say how many elements there are (fully specified, or ``[]``: one) its size must be that
+    many elements. Shaped by ``dims`` when fully specified, flat when a dimension is 0.
+    CorpusError otherwise."""
     if d is None:
         return None
+    where = f"{where} data"
+    name, b64 = _fields(d, _DATA, where)
+    if name not in _DTYPE_TABLE:
+        raise CorpusError(f"{where}: field 'dtype': unknown dtype {_short(name)} (one of {', '.join(_DTYPES)})")
+    dtype, holds = _DTYPE_TABLE[name]
+    if int(t) not in holds:
+        raise CorpusError(f"{where}: field 'dtype': {name!r} does not hold operand type {t.name}")
+    if len(b64) % 4:
+        raise CorpusError(f"{where}: field 'b64': {len(b64):,} characters, not a multiple of 4 (padded base64)")
+    size = len(b64) // 4 * 3 - b64[-2:].count("=")
+    count = _element_count(dims, _UINT64[1]) if 0 not in dims else None
+    if count is not None and size != count * dtype.itemsize:
+        need = f"{count * dtype.itemsize:,}" if count <= _UINT64[1] else "more than 2**64 elements"
+        raise CorpusError(f"{where}: {size:,} bytes of {name}, but dimensions {_short(dims)} of {t.name} "
+                          f"need {need}")
+    if size % dtype.itemsize:
+        raise CorpusError(f"{where}: {size:,} bytes, not a whole number of {name} elements")
     try:
-        arr = np.frombuffer(base64.b64decode(d["b64"]), dtype=_DTYPES[d["dtype"]])
-    except (KeyError, TypeError, ValueError) as e:
-        raise CorpusError(f"{where}: bad data ({e})") from None
-    return arr.astype(np.bool_) if d["dtype"] == "bool8" else arr
+        arr = np.frombuffer(binascii.a2b_base64(b64, strict_mode=True), dtype=dtype)
+    except (binascii.Error, ValueError) as e:  # ValueError: a character that is not ASCII
+        raise CorpusError(f"{where}: field 'b64': not base64 ({e})") from None
+    arr = arr.astype(np.bool_) if name == "bool8" else arr
+    return arr.reshape(dims) if count is not None else arr
 
 
-def _operand(o: dict, where: str) -> TestOperand:
-    try:
-        dims = [int(x) for x in o["dimensions"]]
-        data = _decode_data(o.get("data"), where)
-        if data is not None and dims and 0 not in dims:
-            data = data.reshape(dims)
-        elif data is not None and not dims:
-            data = data.reshape(())
-        cq = o.get("channel_quant")
-        return TestOperand(OperandType[o["type"]], dims, float(o["scale"]), int(o["zero_point"]),
-                           OperandLifeTime[o["lifetime"]], int(o["number_of_consumers"]),
-                           bool(o.get("is_ignored", False)),
-                           (tuple(cq["scales"]), int(cq["channel_dim"])) if cq else None, data)
-    except (KeyError, ValueError, TypeError) as e:
-        raise CorpusError(f"{where}: {type(e).__name__}: {e}") from None
+def _operand(o, where: str) -> TestOperand:
+    type_name, dims, scale, zero_point, lifetime, consumers, ignored, cq, data = _fields(o, _OPERAND, where)
+    t = _enum(type_name, OperandType, "type", where)
+    dims = _ints(dims, "dimensions", where, *_UINT32)
+    lifetime = _enum(lifetime, OperandLifeTime, "lifetime", where)
+    if len(dims) > MAX_RANK:
+        raise CorpusError(f"{where}: field 'dimensions': rank {len(dims):,}, more than {MAX_RANK} (the limit)")
+    if cq is not None:
+        cq_where = f"{where} channel_quant"
+        scales, channel_dim = _fields(cq, _CHANNEL_QUANT, cq_where)
+        cq = (tuple(_float(v, "scales", cq_where) for v in _numbers(scales, "scales", cq_where)),
+              _in_range(channel_dim, "channel_dim", cq_where, *_UINT32))
+    data = _decode_data(data, t, dims, where)
+    if lifetime == OperandLifeTime.SUBGRAPH and (data is None or data.size != 1):
+        raise CorpusError(f"{where}: a SUBGRAPH operand needs data: one uint32, the referenced subgraph's index")
+    return TestOperand(t, dims, _float(scale, "scale", where), _in_range(zero_point, "zero_point", where, *_INT64),
+                       lifetime, _in_range(consumers, "number_of_consumers", where, *_UINT64), ignored, cq, data)
 
 
-def _subgraph(s: dict, where: str) -> TestSubgraph:
-    try:
-        return TestSubgraph(
-            [_operand(o, f"{where} operand {i}") for i, o in enumerate(s["operands"])],
-            [TestOperation(OperationType[op["type"]], list(op["inputs"]), list(op["outputs"]))
-             for op in s["operations"]],
-            list(s["input_indexes"]), list(s["output_indexes"]))
-    except KeyError as e:
-        raise CorpusError(f"{where}: missing or unknown {e}") from None
+def _numbers(values: list, key: str, where: str) -> list:
+    """``values`` (field ``key``) when each is a JSON number; CorpusError naming the first
+    that is not."""
+    bad = next((k for k, v in enumerate(values) if type(v) not in _ACCEPT["number"]), None)
+    if bad is not None:
+        raise CorpusError(f"{where}: field {key!r}: element {bad} is {_kind(values[bad])}, not a number")
+    return values
+
+
+def _operation(op, where: str) -> TestOperation:
+    type_name, inputs, outputs = _fields(op, _OPERATION, where)
+    return TestOperation(_enum(type_name, OperationType, "type", where), _ints(inputs, "inputs", where, *_UINT64),
+                         _ints(outputs, "outputs", where, *_UINT64))
+
+
+def _subgraph(s, where: str) -> TestSubgraph:
+    operands, operations, inputs, outputs = _fields(s, _SUBGRAPH, where)
+    return TestSubgraph([_operand(o, f"{where} operand {i}") for i, o in enumerate(operands)],
+                        [_operation(op, f"{where} operation {i}") for i, op in enumerate(operations)],
+                        _ints(inputs, "input_indexes", where, *_UINT64),
+                        _ints(outputs, "output_indexes", where, *_UINT64))
+
+
+def _model(m, index: int, spec: str, version: str, path: Path) -> TestModel:
+    if type(m) is dict and type(m.get("name")) is str:
+        where = f"{path}: model {_short(m['name'], quote=False)}"
+    else:
+        where = f"{path}: models[{index}]"
+    (name, m_spec, m_version, min_version, expect_failure, relaxed, tolerance, main, referenced,
+     criteria) = _fields(m, _MODEL, where)
+    if criteria and criteria not in CRITERIA:
+        raise CorpusError(f"{where}: field 'accuracy_criteria': unknown criteria {_short(criteria)} "
+                          f"(one of {', '.join(CRITERIA)})")
+    return TestModel(name, spec if m_spec is None else m_spec, version if m_version is None else m_version,
+                     min_version, expect_failure, relaxed,
+                     _float(tolerance, "expected_multinomial_distribution_tolerance", where),
+                     _subgraph(main, f"{where} main"),
+                     [_subgraph(s, f"{where} referenced {i}") for i, s in enumerate(referenced)],
+                     str(path), criteria)
 
 
 def load_spec(path: str | Path) -> list[TestModel]:
     """All test models of one spec document (``*.json.gz`` or ``*.json``).
 
-    Raises CorpusError naming the file and field when the document breaks the schema.
+    The document is read under :mod:`runtime.files`' bounds (64 MiB once inflated, 64
+    levels of nesting, a million values) and every field is checked before it is used: its
+    JSON kind, its range (dimensions are uint32, indexes and counts uint64, zero points
+    int64) and a value's dtype and size against the operand's type and dimensions. Raises
+    CorpusError (one line naming the file, the model and the field) for anything else: an
+    unreadable or corrupt file, a bound broken, a field missing, of the wrong kind or out of
+    range.
     """
     path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
     try:
-        with opener(path, "rt", encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, json.JSONDecodeError, EOFError) as e:
-        raise CorpusError(f"{path}: cannot read ({e})") from None
-    models = []
-    for m in doc.get("models", []):
-        where = f"{path}: model {m.get('name', '?')}"
-        try:
-            models.append(TestModel(
-                m["name"], m.get("spec", doc.get("spec", path.stem)),
-                m.get("version", doc.get("version", "")), m.get("min_supported_version", "UNKNOWN"),
-                bool(m.get("expect_failure", False)), bool(m.get("is_relaxed", False)),
-                float(m.get("expected_multinomial_distribution_tolerance", 0.0)),
-                _subgraph(m["main"], f"{where} main"),
-                [_subgraph(s, f"{where} referenced {i}") for i, s in enumerate(m.get("referenced", []))],
-                str(path), str(m.get("accuracy_criteria", ""))))
-        except KeyError as e:
-            raise CorpusError(f"{where}: missing field {e}") from None
-    return models
+        doc = load_json(path)
+    except OSError as e:
+        raise CorpusError(f"{path}: cannot read ({e.strerror or e})") from None
+    except FileLimitError as e:
+        raise CorpusError(str(e)) from None
+    except FileFormatError as e:
+        raise CorpusError(f"{path}: cannot read ({e.reason})") from None
+    spec, version, models = _fields(doc, _DOCUMENT, f"{path}: the document")
+    spec = path.stem if spec is None else spec
+    return [_model(m, i, spec, version, path) for i, m in enumerate(models)]
 
 
 def corpus_files(roots) -> list[Path]:
