@@ -115,7 +115,7 @@ def run_stress(argv: list[str], parser) -> int:
     if records is not None and records.exists():
         from mlts import report, run
         from reports.records import read_records
-        recs = read_records(records)
+        recs = read_records(records, outcomes=False)
         drivers = sorted({r.get("driver", "?") for r in recs})
         doc = {"title": f"nncts stress: driver {', '.join(drivers)}", "complete": True,
                "driver": None, "environment": run.environment(), "settings": {}, "models": [], "stress": recs}

@@ -53,13 +53,14 @@ def _bad_field(record: dict) -> str | None:
     return None
 
 
-def read_records(path: str | Path, strict: bool = False) -> list[dict]:
+def read_records(path: str | Path, strict: bool = False, outcomes: bool = True) -> list[dict]:
     """Every record of a JSON-lines file, read under :func:`runtime.files.iter_json_lines`'
     bounds (1 GiB in all, 1 MiB a line, 64 levels of nesting); a truncated last line (killed
     run) is dropped. Other unreadable lines (not JSON, too long, too deep, not an object)
-    are skipped, or with ``strict`` raise ValueError naming the file and line, as does a line
-    that is not a JSON object with a string ``id`` and an ``outcome`` of :data:`OUTCOMES`, or
-    whose field of :data:`RECORD_FIELDS` is of another type. Raises ValueError
+    and, with ``outcomes`` (outcome records, the default; False for other JSON-lines records
+    such as MLTS stress results), objects without a string ``id`` and an ``outcome`` of
+    :data:`OUTCOMES` are skipped, or with ``strict`` raise ValueError naming the file and
+    line, as does a line whose field of :data:`RECORD_FIELDS` is of another type. Raises ValueError
     (:class:`runtime.files.FileFormatError`) for a file past the 1 GiB bound and OSError when
     it cannot be read."""
     from runtime.files import iter_json_lines
@@ -70,16 +71,17 @@ def read_records(path: str | Path, strict: bool = False) -> list[dict]:
                 raise ValueError(f"{path}:{line.number}: not a JSON record ({line.error.reason})")
             continue
         record = line.value
-        if strict and not (isinstance(record, dict) and isinstance(record.get("id"), str)
-                           and record.get("outcome") in OUTCOMES):
-            raise ValueError(f"{path}:{line.number}: not an outcome record (needs a string id and an outcome "
-                             f"of {', '.join(OUTCOMES)})")
+        if not isinstance(record, dict) or (outcomes and not (
+                isinstance(record.get("id"), str) and record.get("outcome") in OUTCOMES)):
+            if strict:
+                raise ValueError(f"{path}:{line.number}: not an outcome record (needs a string id and an outcome "
+                                 f"of {', '.join(OUTCOMES)})")
+            continue
         key = _bad_field(record) if strict else None
         if key:
             raise ValueError(f"{path}:{line.number}: record {record['id'][:200]}: field {key!r} must be "
                              f"{RECORD_FIELDS[key][1]}")
-        if isinstance(record, dict):
-            records.append(record)
+        records.append(record)
     return records
 
 

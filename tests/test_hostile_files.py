@@ -388,3 +388,27 @@ def test_a_malformed_shard_directory_is_one_line(tmp_path, records, shard, expec
     with pytest.raises(ValueError) as e:
         load_shard(d)
     assert str(e.value).startswith(str(d)) and str(e.value).endswith(expected) and one_line(str(e.value))
+
+
+def test_resume_trusts_only_well_formed_records(tmp_path):
+    """``nncts cts --resume`` over a records file holding lines that are JSON objects but not
+    outcome records (no id, an id that is not a string, an unknown outcome): those lines are
+    ignored (on 6eac2af the first one was a KeyError), the well-formed ones deselect their
+    tests, and the rest run."""
+    corpus = tmp_path / "corpus" / "V1_0"
+    corpus.mkdir(parents=True)
+    (corpus / "relu_float_1.json.gz").write_bytes((CORPUS / "V1_0" / "relu_float_1.json.gz").read_bytes())
+    n = len(load_spec(corpus / "relu_float_1.json.gz"))
+    report = tmp_path / "rep"
+    cmd = [sys.executable, "-m", "nncts.cli", "cts", "--corpus", str(corpus.parent), "--report-dir", str(report),
+           "--mode", "sync"]
+    first = subprocess.run(cmd + ["-k", "not all_inputs_as_internal"], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=600)
+    assert first.returncode == 0, first.stdout[-2000:]
+    done = len((report / "outcomes.jsonl").read_text().splitlines())
+    assert 0 < done < n
+    with open(report / "outcomes.jsonl", "a") as f:
+        f.write('{"outcome": "passed"}\n{"id": 5, "outcome": "passed"}\n{"id": "x", "outcome": "bogus"}\n[1]\n')
+    second = subprocess.run(cmd + ["--resume"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
+    assert f"{n - done} passed, {done} deselected" in second.stdout
