@@ -179,7 +179,7 @@ def _verdict_lines(check) -> list[str]:
     manifest covers it and its digest matched), unescaped."""
     try:
         doc = json.loads(check.verdict_text) if check.verdict_text is not None else None
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past Python's recursion limit
         doc = "unreadable"
     if not isinstance(doc, dict):
         return [f"verdict unknown ({'no verdict.json' if doc is None else 'verdict.json is not a JSON object'})"]

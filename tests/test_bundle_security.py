@@ -162,6 +162,18 @@ def test_control_characters_from_the_bundle_are_escaped(tmp_path, capsys):
     _no_escape_codes(out + err)
 
 
+def test_a_verdict_nested_past_the_recursion_limit_is_unknown_not_a_traceback(tmp_path, capsys):
+    """verdict.json nested 100,000 deep (manifest-covered, so it is parsed): json raises
+    RecursionError, not ValueError; verify says the verdict is unknown."""
+    b = _bundle(tmp_path)
+    (b / "verdict.json").write_text("[" * 100_000 + "]" * 100_000)
+    signing.seal(b)
+    code, out, err = _verify(capsys, b)
+    assert code == 0, out + err
+    assert out.splitlines()[0].endswith("verdict unknown (verdict.json is not a JSON object)"), out
+    assert "Traceback" not in out + err
+
+
 def test_printable_escapes_controls_only():
     assert printable("caf\u00e9 ok") == "caf\u00e9 ok"
     assert printable(f"a{ESC}b\x00c\x7f\x85\u2028\\") == "a\\x1bb\\x00c\\x7f\\x85\\u2028\\\\"
