@@ -7,7 +7,9 @@
   (the fast *validation* target, ``--target validation``);
 * :mod:`fuzz.findings` — what counts as a finding, and how it is stored as a replayable
   corpus model (``<findings>/V_FUZZ/*.json.gz``, run by ``pytest cts/ --corpus <findings>``);
-* ``python -m fuzz`` (:mod:`fuzz.__main__`) — the command line.
+* ``python -m fuzz`` (:mod:`fuzz.__main__`) — the command line;
+* ``python -m fuzz.host_target`` (:mod:`fuzz.host_target`) — the driver host's local
+  transport (frame reader and dispatch) fed arbitrary client byte streams and descriptors.
 
 Importing this package imports nothing else (the fuzzer instruments the runtime before it
 is imported).

@@ -39,6 +39,7 @@ from nncts.preflight import (FactoryDriverCheck, OneLineParser, OneLineUsageErro
                              check_driver, check_suite_arguments, is_factory_spec, usage_exit)
 from reports.html import write_reports
 from runtime.drivers import DEFAULT_DRIVER, available_drivers
+from runtime.remote.access import ENDPOINT_TLS_HELP
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,8 @@ def _run_suite(suite: Suite, args, extra, suite_args: list[str] | None = None,
         usage_exit(prog, e)
     if records.exists():
         meta = {"driver": _driver_label(args), "suite": suite.command, "pytest_exit_code": code}
+        if endpoint_tls_options(args):
+            meta["driver_tls"] = endpoint_tls_options(args)
         if corpus is not None:
             meta["corpus"] = corpus + (["cts/specs/built"] if specs else []) or \
                 ["vendored AOSP corpus", "cts/specs/built"]
@@ -137,9 +140,19 @@ def _driver_args(args) -> list[str]:
         out.append("--driver-process")
     if getattr(args, "driver_endpoint", None):
         out += ["--driver-endpoint", args.driver_endpoint]
+        for option, path in endpoint_tls_options(args).items():
+            out += [option, path]
     if getattr(args, "driver_timeout", None):
         out += ["--driver-timeout", str(args.driver_timeout)]
     return out
+
+
+def endpoint_tls_options(args) -> dict[str, str]:
+    """``{"--driver-endpoint-key": path, ...}``: the client's mutual-TLS files as given (made
+    absolute), for pytest and the run's metadata (``meta["driver_tls"]``, which replays
+    pass on); empty without them."""
+    parts = {f"--driver-endpoint-{p}": getattr(args, f"driver_endpoint_{p}", None) for p in ENDPOINT_TLS_HELP}
+    return {option: str(Path(path).absolute()) for option, path in parts.items() if path}
 
 
 def _driver_label(args) -> str:
@@ -211,7 +224,10 @@ def _add_suite_parser(sub, name: str, help_text: str, timeout_help: str, corpus:
                         "crash or hang is reported for the test in flight, the process restarted and the run "
                         "goes on")
     p.add_argument("--driver-endpoint", default=None, metavar="ADDRESS",
-                   help="use a driver host already serving at this gRPC address (unix:/path.sock or host:port)")
+                   help="use a driver host already serving at this gRPC address (unix:/path.sock or host:port; "
+                        "TCP needs the three --driver-endpoint-key/-cert/-ca files unless it is loopback)")
+    for part, text in ENDPOINT_TLS_HELP.items():
+        p.add_argument(f"--driver-endpoint-{part}", default=None, metavar="PEM", help=text)
     p.add_argument("--driver-timeout", type=float, default=None, metavar="SECONDS",
                    help="out of process: longest one driver call may take before it counts as a hang "
                         "(default: --timeout)")

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from reports.records import RecordWriter, format_summary, read_records
+from runtime.remote.access import ENDPOINT_TLS_HELP
 from runtime.types import OperationType
 
 #: The shared plugin's parts, one module per concern: baselines and retries (expectations),
@@ -39,7 +40,10 @@ def pytest_addoption(parser):
                      "as a hang; the process is restarted and the run goes on")
     g.addoption("--driver-endpoint", default=None, metavar="ADDRESS",
                 help="use the driver host already serving at this gRPC address (unix:/path.sock or host:port; "
-                     "python -m runtime.remote.host --driver NAME --listen ADDRESS)")
+                     "python -m runtime.remote.host --driver NAME --listen ADDRESS); TCP needs mutual TLS "
+                     "(--driver-endpoint-key/-cert/-ca) unless the address is loopback")
+    for part, text in ENDPOINT_TLS_HELP.items():
+        g.addoption(f"--driver-endpoint-{part}", default=None, metavar="PEM", help=text)
     g.addoption("--driver-timeout", type=float, default=None, metavar="SECONDS",
                 help="with --driver-process/--driver-endpoint: longest one driver call may take before it "
                      "counts as a hang (default: --timeout, else 300)")
@@ -59,6 +63,10 @@ def pytest_addoption(parser):
                      "(continue a run that was killed), appending the rest")
 
 
+#: Options (dests) of a driver endpoint: the address and the client's mutual-TLS files.
+ENDPOINT_OPTIONS = ("driver_endpoint", *(f"driver_endpoint_{part}" for part in ENDPOINT_TLS_HELP))
+
+
 def driver_spec(config) -> str:
     """The driver spec of ``--driver`` as ``--driver-process`` / ``--driver-endpoint`` make
     it (``process:NAME``, ``endpoint:ADDRESS``; see :func:`runtime.drivers.load_driver`)."""
@@ -71,10 +79,17 @@ def driver_spec(config) -> str:
 
 
 def _configure_remote(config) -> None:
-    """Out of process: every driver call is bounded by the driver timeout, so pytest-timeout
-    (the backstop) and the wait for asynchronous completions must be longer: a hang is then
-    the driver call's, reported for the test that made it."""
-    from runtime.remote import is_remote_spec, set_call_timeout
+    """A driver endpoint's mutual-TLS files go to :func:`runtime.remote.set_endpoint_tls`
+    (checked first: UsageError for a missing file or an insecure TCP endpoint). Out of
+    process: every driver call is bounded by the driver timeout, so pytest-timeout (the
+    backstop) and the wait for asynchronous completions must be longer: a hang is then the
+    driver call's, reported for the test that made it."""
+    from runtime.remote import is_remote_spec, set_call_timeout, set_endpoint_tls
+    from runtime.remote.access import endpoint_tls
+    try:
+        set_endpoint_tls(endpoint_tls(*(config.getoption(o, None) for o in ENDPOINT_OPTIONS)))
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
     if not is_remote_spec(driver_spec(config)):
         return
     test_timeout = getattr(config.option, "timeout", None)

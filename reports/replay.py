@@ -16,13 +16,15 @@ DEFAULT_CORPUS_LABEL = "vendored AOSP corpus"
 SPECS_LABEL = "cts/specs/built"
 
 
-def driver_options(label: str | None) -> list[str]:
+def driver_options(label: str | None, tls: dict[str, str] | None = None) -> list[str]:
     """pytest options for a run's ``meta["driver"]`` label as nncts.cli writes it: ``NAME``,
-    ``NAME (out of process)`` or ``ADDRESS (driver endpoint)``."""
+    ``NAME (out of process)`` or ``ADDRESS (driver endpoint)``, the endpoint's mutual-TLS
+    files from ``meta["driver_tls"]`` (``{"--driver-endpoint-key": path, ...}``) after it."""
     if not label:
         return []
     if label.endswith(" (driver endpoint)"):
-        return ["--driver-endpoint", label.removesuffix(" (driver endpoint)")]
+        tls_options = [word for option, path in sorted((tls or {}).items()) for word in (option, path)]
+        return ["--driver-endpoint", label.removesuffix(" (driver endpoint)"), *tls_options]
     if label.endswith(" (out of process)"):
         return ["--driver", label.removesuffix(" (out of process)"), "--driver-process"]
     return ["--driver", label]
@@ -64,7 +66,8 @@ def replay_argv(record: dict, meta: dict | None) -> list[str] | None:
     if not record.get("nodeid"):
         return None
     meta = meta or {}
-    return (["python", "-m", "pytest", node_path(record["nodeid"])] + driver_options(meta.get("driver"))
+    return (["python", "-m", "pytest", node_path(record["nodeid"])]
+            + driver_options(meta.get("driver"), meta.get("driver_tls"))
             + corpus_options(meta.get("corpus")) + suite_options(record))
 
 

@@ -64,7 +64,7 @@ def test_model_survives_the_wire_including_malformed_values():
     model = Model(Subgraph(ops, [Operation(O.ADD, [0, 1, 2], [3]), Operation(-1, [9], [])], [0], [3]),
                   [Subgraph(ops[:1], [], [0], [0])], b"\x00\x01\x02\x03", [SharedMemory(data=b"abcdefgh")], True,
                   [ExtensionNameAndPrefix("com.example.x", 7)])
-    back = wire.model_from_wire(wire.pb.Model.FromString(wire.model_to_wire(model, share=False).SerializeToString()))
+    back = wire.model_from_wire(wire.pb.Model.FromString(wire.model_to_wire(model, None).SerializeToString()))
     assert bytes(back.pools[0].buffer) == b"abcdefgh"
     back.pools, model.pools = [], []
     assert back == model
@@ -72,17 +72,18 @@ def test_model_survives_the_wire_including_malformed_values():
 
 
 def test_shared_pools_are_mapped_not_copied():
-    """A front-end memory (memfd) travels as a region the host maps: writes through the
-    host's mapping are seen in the client's memory."""
+    """A front-end memory (memfd) travels as its descriptor, which the host maps: writes
+    through the host's mapping are seen in the client's memory."""
     memory = FileMemory(data=b"\x00" * 64)
-    message = wire.pool_to_wire(memory, share=True)
-    assert message.WhichOneof("kind") == "shared"
-    host_view = wire.pool_from_wire(message)
+    fds = wire.FdList()
+    message = wire.pool_to_wire(memory, fds)
+    assert message.WhichOneof("kind") == "shared" and fds.fds == [memory.region()[0]]
+    host_view = wire.pool_from_wire(message, fds.fds)
     host_view.buffer[10:14] = b"nnct"
     assert bytes(memory.buffer[10:14]) == b"nnct"
-    assert wire.pool_to_wire(memory, share=False).WhichOneof("kind") == "data"
-    assert wire.pool_to_wire(MemoryDomainToken(5), share=True).token == 5
-    assert wire.pool_to_wire(object(), share=True).WhichOneof("kind") == "invalid"
+    assert wire.pool_to_wire(memory, None).WhichOneof("kind") == "data"
+    assert wire.pool_to_wire(MemoryDomainToken(5), fds).token == 5
+    assert wire.pool_to_wire(object(), fds).WhichOneof("kind") == "invalid"
 
 
 @pytest.fixture(scope="module", params=["process", "grpc-endpoint"])
@@ -98,7 +99,8 @@ def remote_sample(request, tmp_path_factory):
         request.addfinalizer(host.kill)
         assert "serving nncts-sample" in host.stdout.readline()
         device = load_driver(f"endpoint:{address}")
-    assert device.shared, "the host could not map the client's memfd probe"
+    # memory is shared over the local transport (descriptors), never over gRPC (inline only)
+    assert device.shared == (request.param == "process"), "the host could not map the client's memfd probe"
     return device
 
 
@@ -167,13 +169,17 @@ def test_unknown_driver_out_of_process_is_driver_not_found():
         load_driver("process:no-such-driver")
 
 
-def test_endpoint_started_by_someone_else(tmp_path):
-    address = f"unix:{tmp_path}/hal.sock"
-    host = subprocess.Popen([sys.executable, "-m", "runtime.remote.host", "--driver", "sample", "--listen", address],
-                            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+def test_endpoint_started_by_someone_else(tmp_path, monkeypatch):
+    """A host on a TCP port with mutual TLS (test certificates), reached through an
+    ``endpoint:`` spec; its death is DEAD_OBJECT and a crash incident."""
+    import runtime.remote
+    from runtime.remote.tls import make_test_certs
+    from tests.remote_hosts import host_tls_args, start_host
+    certs = make_test_certs(tmp_path / "certs")
+    host, port = start_host("--listen", "127.0.0.1:0", *host_tls_args(certs["server"]))
     try:
-        assert "serving nncts-sample" in host.stdout.readline()
-        device = load_driver(f"endpoint:{address}")
+        monkeypatch.setattr(runtime.remote, "ENDPOINT_TLS", certs["client"])
+        device = load_driver(f"endpoint:127.0.0.1:{port}")
         tm = first_models(1, "V1_0/relu")[0]
         assert run_test_model(tm, Device(device)).status == "passed"
         host.kill()
@@ -247,8 +253,8 @@ def test_fuzzer_records_a_driver_process_death_as_a_crash(tmp_path):
 
 
 def test_local_transport_survives_garbage_and_rejects_cut_frames():
-    """The host drops a connection that sends a malformed frame and keeps serving; a frame
-    cut short is an error, not a hang."""
+    """The host answers a malformed frame with INVALID_ARGUMENT, drops the connection and
+    keeps serving; a frame cut short is an error, not a hang."""
     import io
     import socket
     from runtime.remote.frames import read_frame
@@ -258,7 +264,11 @@ def test_local_transport_survives_garbage_and_rejects_cut_frames():
     sock.connect(path)
     sock.sendall(b"\x05garbage-that-is-not-a-frame")
     sock.settimeout(10)
-    assert sock.recv(16) == b""  # dropped
+    rfile = sock.makefile("rb")
+    reply = wire.pb.Ack.FromString(read_frame(rfile).body)
+    assert reply.status.code == ErrorStatus.INVALID_ARGUMENT and "not a Frame" in reply.status.message
+    assert read_frame(rfile) is None  # dropped
+    rfile.close()
     sock.close()
     assert device.get_supported_operations(to_hal_model(first_models(1, "V1_0/relu")[0])) == [True]
     with pytest.raises(EOFError):

@@ -26,6 +26,7 @@ from ..ops.base import OperandView, OpContext
 from ..ops.control_flow import ANY, AnyOperand
 from ..types import OperandLifeTime, OperandType, OperationType, is_tensor_type, operand_dtype
 from . import validation_memo
+from .model_limits import check_counts, check_model
 from .operand_rules import (MAX_OPERAND_BYTES, MAX_RANK, check_operand, extension_prefixes,
                             operand_byte_size, resolve_type)
 from .operand_rules import fail as _fail
@@ -334,7 +335,8 @@ def validate_prepare_arguments(preference, priority) -> None:
 
 def validate_model(model: Model, feature_level: int = 8) -> ModelLevels:
     """Check ``model`` against the HAL's structural rules and every operation's signature
-    and rules up to ``feature_level``.
+    and rules up to ``feature_level``, within the count limits of
+    :mod:`runtime.hal.model_limits` (operands, operations, subgraphs, pools).
 
     Raises HalError(INVALID_ARGUMENT) naming the culprit. Returns, for a valid model, the
     feature level each operation needs (:class:`ModelLevels`), which drivers read to answer
@@ -359,6 +361,7 @@ def validate_model(model: Model, feature_level: int = 8) -> ModelLevels:
 
 
 def _validate_model(model: Model, feature_level: int) -> list[list[int | None]]:
+    check_model("the model", model.main, model.referenced, model.pools)
     for i, pool in enumerate(model.pools):
         if not hasattr(pool, "buffer"):
             _fail(f"pool {i}: not a memory object")
@@ -393,8 +396,9 @@ def merged_dimensions(where: str, operand: Operand, arg_dims) -> list[int]:
 
 
 def validate_request(request: Request, model: Model) -> None:
-    """Check ``request`` against ``model``'s main subgraph: argument counts, pool indexes and
-    ranges, dimensions, and fully specified input sizes.
+    """Check ``request`` against ``model``'s main subgraph: argument counts (and the limits
+    of :mod:`runtime.hal.model_limits`), pool indexes and ranges, dimensions, and fully
+    specified input sizes.
 
     A ``MemoryDomainToken`` pool (driver buffer) needs a positive token and arguments
     located at offset 0, length 0; its sizes are not checked here.
@@ -402,6 +406,7 @@ def validate_request(request: Request, model: Model) -> None:
     Raises HalError(INVALID_ARGUMENT) naming the argument at fault.
     """
     from .types import MemoryDomainToken
+    check_counts("the request", inputs=len(request.inputs), outputs=len(request.outputs), pools=len(request.pools))
     sg = model.main
     for kind, args, indexes in (("input", request.inputs, sg.input_indexes),
                                 ("output", request.outputs, sg.output_indexes)):
@@ -426,6 +431,8 @@ def validate_request(request: Request, model: Model) -> None:
                           f"and length 0, got {loc}")
                 merged_dimensions(where, operand, arg.dimensions)
                 continue
+            if not hasattr(pool, "buffer"):
+                _fail(f"{where}: pool {loc.pool_index} is not a memory object")
             if loc.offset < 0 or loc.length < 0 or \
                     loc.offset + loc.length > request.pools[loc.pool_index].size:
                 _fail(f"{where}: location {loc} is outside pool {loc.pool_index} "

@@ -32,7 +32,7 @@ import numpy as np
 from ..drivers.buffers import OperandMeta, combine_dimensions, fully_specified
 from ..errors import NnapiError
 from ..hal.interfaces import IBuffer
-from ..hal.memory import SharedMemory, shared_memory
+from ..hal.memory import SharedMemory, shared_memory, shrink_sealed
 from ..hal.types import BufferDesc, BufferRole, MemoryDomainToken
 from ..hal.validate import operand_byte_size
 from ..types import OperandType, ResultCode, is_tensor_type
@@ -95,12 +95,15 @@ class MappedMemory(SharedMemory):
     def size(self) -> int:
         return self._size
 
-    def region(self) -> tuple[str, int, int, bool] | None:
-        """(``/proc/<pid>/fd/<fd>``, offset, size, read-only) of the mapped file; None once
-        freed, for PROT_NONE, or when the descriptor could not be duplicated."""
-        if self._fd is None or not self.readable or not os.path.isdir(f"/proc/{os.getpid()}/fd"):
+    def region(self) -> tuple[int, int, int, bool] | None:
+        """(fd, offset, size, read-only) of the mapped file, ``fd`` this memory's own
+        duplicate (see :meth:`SharedMemory.region`); None once freed, for PROT_NONE, when
+        the descriptor could not be duplicated, or when the file is not sealed against
+        shrinking (``F_SEAL_SHRINK``: a file someone may truncate would kill a driver
+        process mapping it with SIGBUS, so its bytes are copied instead)."""
+        if self._fd is None or not self.readable or not shrink_sealed(self._fd):
             return None
-        return f"/proc/{os.getpid()}/fd/{self._fd}", self.offset, self._size, not self.writable
+        return self._fd, self.offset, self._size, not self.writable
 
     @property
     def readable(self) -> bool:
@@ -349,12 +352,13 @@ class Memory:
     def freed(self) -> bool:
         return self._freed
 
-    def region(self) -> tuple[str, int, int, bool] | None:
-        """(``/proc/<pid>/fd/<fd>``, offset, size, read-only) of the mapped file; None once
-        freed, for PROT_NONE, or when the descriptor could not be duplicated."""
-        if self._fd is None or not self.readable or not os.path.isdir(f"/proc/{os.getpid()}/fd"):
+    def region(self) -> tuple[int, int, int, bool] | None:
+        """The :meth:`SharedMemory.region` of the memory's pool: (fd, offset, size,
+        read-only) of a file another process may map; None for a driver buffer, once freed,
+        or when the pool cannot be shared."""
+        if self._freed or self.pool is None:
             return None
-        return f"/proc/{os.getpid()}/fd/{self._fd}", self.offset, self._size, not self.writable
+        return self.pool.region()
 
     @property
     def readable(self) -> bool:

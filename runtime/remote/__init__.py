@@ -3,7 +3,8 @@ any Python driver (:mod:`.host`), client proxies implementing ``IDevice`` (:mod:
 the link that detects a driver process's death or hang and restarts it (:mod:`.link`).
 
 Driver specs ``process:NAME`` (run driver NAME in its own process) and ``endpoint:ADDRESS``
-(a driver host someone else started, gRPC address ``unix:/path.sock`` or ``host:port``) are
+(a driver host someone else started, gRPC address ``unix:/path.sock`` or ``host:port``; over
+TCP with the mutual-TLS files of :func:`set_endpoint_tls`, see :mod:`.access`) are
 understood by :func:`runtime.drivers.load_driver`; :func:`remote_device` makes them, one per
 spec and process. Needs the ``remote`` extra (``pip install 'nncts[remote]'``).
 """
@@ -18,6 +19,11 @@ ENDPOINT_PREFIX = "endpoint:"
 #: Longest any one call to a driver process may take before it counts as a hang and the
 #: process is killed (seconds; the test plugins set it from ``--timeout``/``--driver-timeout``).
 CALL_TIMEOUT_S = 300.0
+
+#: The client's mutual-TLS files (:class:`~runtime.remote.tls.TlsFiles`) for ``endpoint:``
+#: specs, None for none (a ``unix:`` or loopback endpoint); the test plugins set it from
+#: ``--driver-endpoint-key/-cert/-ca`` through :func:`set_endpoint_tls`.
+ENDPOINT_TLS = None
 
 _devices: dict[str, object] = {}
 _lock = threading.Lock()
@@ -46,7 +52,7 @@ def remote_device(spec: str):
             if spec.startswith(PROCESS_PREFIX):
                 link = ProcessLink(spec[len(PROCESS_PREFIX):], CALL_TIMEOUT_S)
             else:
-                link = EndpointLink(spec[len(ENDPOINT_PREFIX):], CALL_TIMEOUT_S)
+                link = EndpointLink(spec[len(ENDPOINT_PREFIX):], CALL_TIMEOUT_S, ENDPOINT_TLS)
             try:
                 device = RemoteDevice(link)
             except BaseException:
@@ -55,6 +61,14 @@ def remote_device(spec: str):
             atexit.register(link.close)
             _devices[spec] = device
         return device
+
+
+def set_endpoint_tls(tls) -> None:
+    """Connect ``endpoint:`` specs made from now on with ``tls`` (a
+    :class:`~runtime.remote.tls.TlsFiles` of the client's key, certificate and CA; None: no
+    TLS, for ``unix:`` and loopback endpoints). Devices already made keep their link."""
+    global ENDPOINT_TLS
+    ENDPOINT_TLS = tls
 
 
 def set_call_timeout(seconds: float | None) -> None:

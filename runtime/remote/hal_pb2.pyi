@@ -135,16 +135,16 @@ class Model(_message.Message):
     def __init__(self, main: _Optional[_Union[Subgraph, _Mapping]] = ..., referenced: _Optional[_Iterable[_Union[Subgraph, _Mapping]]] = ..., operand_values: _Optional[bytes] = ..., pools: _Optional[_Iterable[_Union[Pool, _Mapping]]] = ..., relax_computation_float32_to_float16: _Optional[bool] = ..., extension_name_to_prefix: _Optional[_Iterable[_Union[ExtensionNameAndPrefix, _Mapping]]] = ...) -> None: ...
 
 class SharedRegion(_message.Message):
-    __slots__ = ("path", "offset", "size", "read_only")
-    PATH_FIELD_NUMBER: _ClassVar[int]
+    __slots__ = ("fd_index", "offset", "size", "read_only")
+    FD_INDEX_FIELD_NUMBER: _ClassVar[int]
     OFFSET_FIELD_NUMBER: _ClassVar[int]
     SIZE_FIELD_NUMBER: _ClassVar[int]
     READ_ONLY_FIELD_NUMBER: _ClassVar[int]
-    path: str
+    fd_index: int
     offset: int
     size: int
     read_only: bool
-    def __init__(self, path: _Optional[str] = ..., offset: _Optional[int] = ..., size: _Optional[int] = ..., read_only: _Optional[bool] = ...) -> None: ...
+    def __init__(self, fd_index: _Optional[int] = ..., offset: _Optional[int] = ..., size: _Optional[int] = ..., read_only: _Optional[bool] = ...) -> None: ...
 
 class Pool(_message.Message):
     __slots__ = ("data", "shared", "token", "invalid")
@@ -263,18 +263,18 @@ class SupportedOperations(_message.Message):
     def __init__(self, status: _Optional[_Union[Status, _Mapping]] = ..., supported: _Optional[_Iterable[bool]] = ...) -> None: ...
 
 class CacheFile(_message.Message):
-    __slots__ = ("data", "invalid", "path", "read_only", "write_only")
+    __slots__ = ("data", "fd_index", "invalid", "read_only", "write_only")
     DATA_FIELD_NUMBER: _ClassVar[int]
+    FD_INDEX_FIELD_NUMBER: _ClassVar[int]
     INVALID_FIELD_NUMBER: _ClassVar[int]
-    PATH_FIELD_NUMBER: _ClassVar[int]
     READ_ONLY_FIELD_NUMBER: _ClassVar[int]
     WRITE_ONLY_FIELD_NUMBER: _ClassVar[int]
     data: bytes
+    fd_index: int
     invalid: bool
-    path: str
     read_only: bool
     write_only: bool
-    def __init__(self, data: _Optional[bytes] = ..., invalid: _Optional[bool] = ..., path: _Optional[str] = ..., read_only: _Optional[bool] = ..., write_only: _Optional[bool] = ...) -> None: ...
+    def __init__(self, data: _Optional[bytes] = ..., fd_index: _Optional[int] = ..., invalid: _Optional[bool] = ..., read_only: _Optional[bool] = ..., write_only: _Optional[bool] = ...) -> None: ...
 
 class PrepareModelRequest(_message.Message):
     __slots__ = ("model", "preference", "priority", "deadline_ns", "model_cache", "data_cache", "token", "has_token", "has_cache")

@@ -1,13 +1,15 @@
 """The driver host: serves one Python :class:`~runtime.hal.interfaces.IDevice` over the HAL
 of ``hal.proto``, so the driver runs in its own process.
 
-``python -m runtime.remote.host --driver NAME [--listen ADDRESS] [--listen-local PATH]
-[--parent-pid PID]`` loads the driver (a bundled name, an entry point in group
-``nncts.drivers`` or ``module:factory``) and serves it over gRPC on ``ADDRESS``
-(``unix:/path/to.sock`` or ``host:port``) and/or over the local transport
-(:mod:`runtime.remote.frames`) on the Unix socket ``PATH``, until killed or until process
-``PID`` (the runtime that started it) is gone. A driver that cannot be loaded is one line on
-stderr and exit code 2.
+``python -m runtime.remote.host --driver NAME [--listen ADDRESS [--tls-key PEM --tls-cert PEM
+--tls-ca PEM | --insecure-loopback]] [--listen-local PATH] [--parent-pid PID]`` loads the driver
+(a bundled name, an entry point in group ``nncts.drivers`` or ``module:factory``) and serves it
+over gRPC on ``ADDRESS`` (``unix:/path/to.sock`` or ``host:port``; TCP with mutual TLS, or
+without on loopback only: :mod:`runtime.remote.access`) and/or over the local transport
+(:mod:`runtime.remote.frames`, frames up to ``--max-frame-bytes N``, default 256 MiB, file
+descriptors for shared memory) on the Unix socket ``PATH`` (in a private directory), until
+killed or until process ``PID`` (the runtime that started it) is gone. A driver that cannot
+be loaded, or an address the access rule refuses, is one line on stderr and exit code 2.
 
 Every reply carries the driver's HalError as its status (anything else a driver raises becomes
 GENERAL_FAILURE naming the exception); a driver that kills the process or never returns is the
@@ -16,8 +18,10 @@ client's to detect (:mod:`runtime.remote.process`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import os
+import stat
 import sys
 import threading
 import time
@@ -26,14 +30,24 @@ from concurrent import futures
 from ..errors import HalError
 from ..hal.sync import ExecutionCallback, SyncFence
 from ..hal.types import BufferDesc
-from ..types import ErrorStatus, MeasureTiming, PreferenceCode, PriorityCode
+from ..types import MAX_NUMBER_OF_CACHE_FILES, ErrorStatus, MeasureTiming, PreferenceCode, PriorityCode
 from . import hal_pb2_grpc
 from . import wire
+from .access import check_listen, private_socket, private_socket_dir, unix_socket_path
+from .limits import MAX_MESSAGE_BYTES
+from .tls import TlsFiles
 from .wire import pb
 
-#: gRPC channel options of both ends: no message size limit below 2 GiB (models carry their
-#: weights inline when memory cannot be shared).
-CHANNEL_OPTIONS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
+def channel_options(max_message_bytes: int = MAX_MESSAGE_BYTES) -> list[tuple[str, int]]:
+    """gRPC options bounding every message sent or received to ``max_message_bytes`` (a
+    bigger one fails with RESOURCE_EXHAUSTED; the connection and the host carry on)."""
+    return [("grpc.max_send_message_length", max_message_bytes),
+            ("grpc.max_receive_message_length", max_message_bytes)]
+
+
+#: gRPC channel options of both ends: messages up to :data:`~runtime.remote.limits.MAX_MESSAGE_BYTES`
+#: (models carry their weights inline when memory cannot be shared).
+CHANNEL_OPTIONS = channel_options()
 
 
 #: Where inline cache contents become files for the driver: memory-backed when possible.
@@ -52,51 +66,95 @@ class _NotAFence:
     """What the driver gets for a dependency the client said is not a fence."""
 
 
+def _fence_status(code: int) -> ErrorStatus:
+    """The status a client signaled a fence with: its ErrorStatus, GENERAL_FAILURE for a
+    code ErrorStatus does not have (a failed fence either way)."""
+    status = wire.code_of(ErrorStatus, code)
+    return status if isinstance(status, ErrorStatus) else ErrorStatus.GENERAL_FAILURE
+
+
+_MODES = {os.O_RDONLY: "rb", os.O_WRONLY: "wb", os.O_RDWR: "r+b"}
+
+
 def _open_as(path: str, read_only: bool, write_only: bool):
-    """``path`` opened for reading, writing or both, never truncated."""
-    if read_only:
-        return open(path, "rb")
-    if write_only:
-        return os.fdopen(os.open(path, os.O_WRONLY), "wb")
-    return open(path, "r+b")
+    """``path`` (a temporary file of the host's own) opened for reading, writing or both,
+    never truncated."""
+    flags = os.O_RDONLY if read_only else os.O_WRONLY if write_only else os.O_RDWR
+    return os.fdopen(os.open(path, flags), _MODES[flags])
+
+
+def _fds(context) -> tuple[int, ...] | list[int]:
+    """The descriptors sent with a call: the local transport's
+    :class:`~runtime.remote.frames.FrameContext` has them; gRPC carries none."""
+    return getattr(context, "fds", ())
+
+
+def _client_file(fds, index: int, what: str):
+    """The client's open file sent as descriptor ``index``, for the driver: a duplicate
+    opened with the descriptor's own access mode (``F_GETFL``), never truncated, sharing the
+    client's file offset. Raises HalError(INVALID_ARGUMENT) when it was not sent or is not a
+    regular file (a FIFO would block the driver, a directory cannot hold a cache)."""
+    fd = wire.fd_of(fds, index, what)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"{what}: descriptor {index} is not a regular file "
+                           f"({wire.file_kind(st.st_mode)})")
+        return os.fdopen(os.dup(fd), _MODES[wire.access_mode(fd)])
+    except (OSError, KeyError) as err:
+        raise HalError(ErrorStatus.INVALID_ARGUMENT, f"{what}: descriptor {index} cannot be used as a "
+                       f"cache file: {err}") from None
 
 
 class _CacheFiles:
-    """Temporary files holding the cache contents of a request, handed to the driver, read
-    back after the call."""
+    """The cache files of a call as the driver gets them: the client's own files (sent as
+    descriptors: the driver reads and writes them in place) or temporary files holding
+    inline contents (read back after the call). At most MAX_NUMBER_OF_CACHE_FILES (32, HAL
+    1.2); more, or a file that cannot be used, is HalError(INVALID_ARGUMENT) naming
+    ``what``."""
 
-    def __init__(self, entries):
-        import tempfile
-        self.files, self.paths = [], []
-        for e in entries:
-            self.paths.append(e.path)
-            if e.invalid:
-                self.files.append(object())
-                continue
-            path = e.path
-            if not path:  # inline content: a temporary file holding it, opened as the client's was
-                f = tempfile.NamedTemporaryFile(dir=SCRATCH, delete=False)
-                with f:
-                    f.write(e.data)
-                path = f.name
-            try:
-                self.files.append(_open_as(path, e.read_only, e.write_only))
-            except OSError as err:
-                raise HalError(ErrorStatus.GENERAL_FAILURE, f"cannot open cache file {path}: {err}") from None
-            finally:
-                if not e.path:
-                    os.unlink(path)
+    def __init__(self, entries, fds=(), what: str = "cache"):
+        if len(entries) > MAX_NUMBER_OF_CACHE_FILES:
+            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"{what}: {len(entries)} files, more than "
+                           f"MAX_NUMBER_OF_CACHE_FILES ({MAX_NUMBER_OF_CACHE_FILES})")
+        self.entries, self.files = list(entries), []
+        try:
+            for k, e in enumerate(self.entries):
+                self.files.append(self._open(e, fds, f"{what} file {k}"))
+        except BaseException:
+            self.close()
+            raise
+
+    @staticmethod
+    def _open(e: pb.CacheFile, fds, what: str):
+        if e.invalid:
+            return object()
+        if e.WhichOneof("content") == "fd_index":
+            return _client_file(fds, e.fd_index, what)
+        import tempfile  # inline content: a temporary file holding it, opened as the client's was
+        f = tempfile.NamedTemporaryFile(dir=SCRATCH, delete=False)
+        try:
+            with f:
+                f.write(e.data)
+            return _open_as(f.name, e.read_only, e.write_only)
+        except OSError as err:
+            raise HalError(ErrorStatus.GENERAL_FAILURE, f"{what}: cannot make a file of its content: {err}") from None
+        finally:
+            os.unlink(f.name)
 
     def contents(self) -> list[pb.CacheFile]:
-        """What each file holds now (nothing for the client's own files, written in place)."""
+        """What each file holds now: the content of inline ones, the ``fd_index`` of the
+        client's own files (written in place), ``invalid`` for the rest."""
         out = []
-        for f, path in zip(self.files, self.paths):
-            if path or not hasattr(f, "read") or not f.readable():
-                out.append(pb.CacheFile(path=path, invalid=not path))
-                continue
-            f.flush()
-            f.seek(0)
-            out.append(pb.CacheFile(data=f.read()))
+        for f, e in zip(self.files, self.entries):
+            if not e.invalid and e.WhichOneof("content") == "fd_index":
+                out.append(pb.CacheFile(fd_index=e.fd_index))
+            elif not hasattr(f, "read") or not f.readable():
+                out.append(pb.CacheFile(invalid=True))
+            else:
+                f.flush()
+                f.seek(0)
+                out.append(pb.CacheFile(data=f.read()))
         return out
 
     def close(self) -> None:
@@ -105,28 +163,46 @@ class _CacheFiles:
                 f.close()
 
 
+@contextlib.contextmanager
+def _cache_files(req, fds, call: str):
+    """(model cache, data cache) :class:`_CacheFiles` of a prepare request, closed at exit."""
+    model_files = _CacheFiles(req.model_cache, fds, f"{call}: model cache")
+    try:
+        data_files = _CacheFiles(req.data_cache, fds, f"{call}: data cache")
+        try:
+            yield model_files, data_files
+        finally:
+            data_files.close()
+    finally:
+        model_files.close()
+
+
 class DeviceServicer(hal_pb2_grpc.DeviceServicer):
     """The gRPC service of one driver: HAL calls in, the driver's answers out. Host objects
-    (prepared models, bursts, executions, buffers, fences) live in :attr:`objects` by id."""
+    (prepared models, bursts, executions, buffers, fences) live in :attr:`objects` by id, with
+    their kind: an id of one kind used as another is INVALID_ARGUMENT."""
 
     def __init__(self, device):
         self.device = device
-        self.objects: dict[int, object] = {}
+        self.objects: dict[int, tuple[str, object]] = {}  # id -> (kind, object)
         self.pending_fences: dict[int, SyncFence] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
 
     # -- helpers ---------------------------------------------------------------------------
-    def _put(self, obj) -> int:
+    def _put(self, obj, kind: str) -> int:
         with self._lock:
             key = next(self._ids)
-            self.objects[key] = obj
+            self.objects[key] = (kind, obj)
             return key
 
-    def _get(self, key: int, what: str):
-        obj = self.objects.get(key)
-        if obj is None:
-            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"no {what} with id {key} in the driver process")
+    def _get(self, key: int, kind: str):
+        """Host object ``key`` of ``kind``. Raises HalError(INVALID_ARGUMENT) when there is
+        none, or it is of another kind."""
+        held, obj = self.objects.get(key, (None, None))
+        if held != kind:
+            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"no {kind} with id {key} in the driver process"
+                           + (f" (id {key} is a {held})" if held else ""))
         return obj
 
     def _pending(self, key: int) -> SyncFence:
@@ -158,8 +234,9 @@ class DeviceServicer(hal_pb2_grpc.DeviceServicer):
         def call():
             shared = False
             if req.HasField("shared_memory_probe"):
-                try:
-                    probe = wire.pool_from_wire(pb.Pool(shared=req.shared_memory_probe))
+                try:  # the client's probe region, mapped from the descriptor sent with the call
+                    probe = wire.pool_from_wire(pb.Pool(shared=req.shared_memory_probe), _fds(context),
+                                                "Describe: shared memory probe")
                     shared = bytes(probe.buffer) == req.probe_bytes
                 except HalError:
                     shared = False
@@ -174,34 +251,27 @@ class DeviceServicer(hal_pb2_grpc.DeviceServicer):
 
     def GetSupportedOperations(self, req, context):
         return self._guard(pb.SupportedOperations, lambda: dict(
-            supported=[bool(s) for s in self.device.get_supported_operations(wire.model_from_wire(req.model))]))
+            supported=[bool(s) for s in self.device.get_supported_operations(
+                wire.model_from_wire(req.model, _fds(context), "GetSupportedOperations: model"))]))
 
     def PrepareModel(self, req, context):
         def call():
-            model = wire.model_from_wire(req.model)
-            model_files, data_files = _CacheFiles(req.model_cache), _CacheFiles(req.data_cache)
-            try:
+            model = wire.model_from_wire(req.model, _fds(context), "PrepareModel: model")
+            with _cache_files(req, _fds(context), "PrepareModel") as (model_files, data_files):
                 prepared = self.device.prepare_model(
                     model, wire.code_of(PreferenceCode, req.preference), wire.code_of(PriorityCode, req.priority),
                     _deadline(req.deadline_ns), model_files.files if req.has_cache else None,
                     data_files.files if req.has_cache else None, req.token if req.has_token else None)
-                return dict(prepared_model=self._put(prepared), model_cache=model_files.contents(),
+                return dict(prepared_model=self._put(prepared, "prepared model"), model_cache=model_files.contents(),
                             data_cache=data_files.contents())
-            finally:
-                model_files.close()
-                data_files.close()
         return self._guard(pb.Prepared, call)
 
     def PrepareModelFromCache(self, req, context):
         def call():
-            model_files, data_files = _CacheFiles(req.model_cache), _CacheFiles(req.data_cache)
-            try:
+            with _cache_files(req, _fds(context), "PrepareModelFromCache") as (model_files, data_files):
                 prepared = self.device.prepare_model_from_cache(_deadline(req.deadline_ns), model_files.files,
                                                                 data_files.files, req.token)
-                return dict(prepared_model=self._put(prepared))
-            finally:
-                model_files.close()
-                data_files.close()
+                return dict(prepared_model=self._put(prepared, "prepared model"))
         return self._guard(pb.Prepared, call)
 
     def Wait(self, req, context):
@@ -218,7 +288,7 @@ class DeviceServicer(hal_pb2_grpc.DeviceServicer):
                 shapes, timing = execution.execute_synchronously(deadline)
                 return dict(output_shapes=wire.shapes_to_wire(shapes), timing=wire.timing_to_wire(timing),
                             written=self._written(request, req.request, outputs))
-            request = wire.request_from_wire(req.request)
+            request = wire.request_from_wire(req.request, _fds(context), "Execute: request")
             if req.path == pb.BURST:
                 burst = self._get(req.burst, "burst")
                 shapes, timing = burst.execute_synchronously(request, list(req.memory_identifier_tokens), measure,
@@ -243,7 +313,7 @@ class DeviceServicer(hal_pb2_grpc.DeviceServicer):
             deps = []
             for d in req.wait_for:
                 kind = d.WhichOneof("kind")
-                deps.append(SyncFence.signaled(wire.code_of(ErrorStatus, d.signaled_status))
+                deps.append(SyncFence.signaled(_fence_status(d.signaled_status))
                             if kind == "signaled_status" else self._pending(d.pending) if kind == "pending"
                             else _NotAFence())
             deadline, duration = _deadline(req.deadline_ns), _optional(req.duration_ns)
@@ -252,11 +322,12 @@ class DeviceServicer(hal_pb2_grpc.DeviceServicer):
                 _refresh(request, req.request)
                 fence, callback = execution.execute_fenced(deps, deadline, duration)
             else:
-                request, outputs = wire.request_from_wire(req.request), _inline_output_pools(req.request)
+                request = wire.request_from_wire(req.request, _fds(context), "ExecuteFenced: request")
+                outputs = _inline_output_pools(req.request)
                 fence, callback = self._get(req.prepared_model, "prepared model").execute_fenced(
                     request, deps, wire.code_of(MeasureTiming, req.measure), deadline,
                     _optional(req.loop_timeout_duration_ns), duration)
-            key = self._put((fence, callback, request, outputs))
+            key = self._put((fence, callback, request, outputs), "fence")
             return dict(fence=key, **self._fence_state(fence, callback, request, outputs, 0.0))
         return self._guard(pb.ExecuteFencedReply, call)
 
@@ -269,8 +340,7 @@ class DeviceServicer(hal_pb2_grpc.DeviceServicer):
                     written=self._written(request, None, outputs))
 
     def SignalFence(self, req, context):
-        return self._guard(pb.Ack, lambda: self._pending(req.pending).signal(
-            wire.code_of(ErrorStatus, req.status)) or {})
+        return self._guard(pb.Ack, lambda: self._pending(req.pending).signal(_fence_status(req.status)) or {})
 
     def WaitFence(self, req, context):
         def call():
@@ -280,39 +350,40 @@ class DeviceServicer(hal_pb2_grpc.DeviceServicer):
 
     def ConfigureBurst(self, req, context):
         return self._guard(pb.ObjectReply, lambda: dict(
-            id=self._put(self._get(req.id, "prepared model").configure_execution_burst())))
+            id=self._put(self._get(req.id, "prepared model").configure_execution_burst(), "burst")))
 
     def ReleaseMemoryResource(self, req, context):
         return self._guard(pb.Ack, lambda: self._get(req.burst, "burst").release_memory_resource(req.token) or {})
 
     def CreateReusableExecution(self, req, context):
         def call():
-            request = wire.request_from_wire(req.request)
+            request = wire.request_from_wire(req.request, _fds(context), "CreateReusableExecution: request")
             execution = self._get(req.prepared_model, "prepared model").create_reusable_execution(
                 request, wire.code_of(MeasureTiming, req.measure), _optional(req.loop_timeout_duration_ns))
-            return dict(id=self._put((execution, request, _inline_output_pools(req.request))))
+            return dict(id=self._put((execution, request, _inline_output_pools(req.request)), "reusable execution"))
         return self._guard(pb.ObjectReply, call)
 
     # -- memory domains --------------------------------------------------------------------
     def Allocate(self, req, context):
         def call():
-            models = [self.objects.get(k, object()) for k in req.prepared_models]
+            models = [obj if kind == "prepared model" else object()
+                      for kind, obj in (self.objects.get(k, (None, None)) for k in req.prepared_models)]
             buffer, token = self.device.allocate(BufferDesc(list(req.dimensions)), models,
                                                  wire.roles_from_wire(req.input_roles),
                                                  wire.roles_from_wire(req.output_roles))
-            return dict(buffer=self._put(buffer), token=int(token))
+            return dict(buffer=self._put(buffer, "buffer"), token=int(token))
         return self._guard(pb.AllocateReply, call)
 
     def CopyTo(self, req, context):
         def call():
-            dst = wire.pool_from_wire(req.dst)
+            dst = wire.pool_from_wire(req.dst, _fds(context), "CopyTo: destination")
             self._get(req.buffer, "buffer").copy_to(dst)
             return dict(data=bytes(dst.buffer)) if req.dst.WhichOneof("kind") == "data" else {}
         return self._guard(pb.CopyToReply, call)
 
     def CopyFrom(self, req, context):
         return self._guard(pb.Ack, lambda: self._get(req.buffer, "buffer").copy_from(
-            wire.pool_from_wire(req.src), list(req.dimensions)) or {})
+            wire.pool_from_wire(req.src, _fds(context), "CopyFrom: source"), list(req.dimensions)) or {})
 
     def Release(self, req, context):
         with self._lock:
@@ -340,13 +411,25 @@ def _refresh(request, wire_request: pb.Request) -> None:
                 buf[:] = m.data
 
 
-def serve(servicer: DeviceServicer, address: str, max_workers: int = 32):
-    """Start a gRPC server for ``servicer`` on ``address``; returns (server, bound port)."""
+def serve(servicer: DeviceServicer, address: str, max_workers: int = 32, tls: TlsFiles | None = None,
+          max_message_bytes: int = MAX_MESSAGE_BYTES):
+    """Start a gRPC server for ``servicer`` on ``address``; returns (server, bound port).
+    With ``tls`` only clients presenting a certificate signed by ``tls.ca`` get through (mutual
+    TLS); without, ``address`` must be a ``unix:`` socket or loopback (the caller decided that
+    it may: :func:`~runtime.remote.access.check_listen`). A ``unix:`` socket is made mode 0600
+    (its directory should be private: :func:`~runtime.remote.access.private_socket_dir`).
+    Messages over ``max_message_bytes`` are refused (RESOURCE_EXHAUSTED). Raises ValueError
+    for an insecure non-loopback TCP address, OSError/RuntimeError when it cannot listen."""
     import grpc
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers), options=CHANNEL_OPTIONS)
+    path = unix_socket_path(address)
+    if tls is None and path is None:
+        check_listen(address, None, insecure_loopback=True)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers),
+                         options=channel_options(max_message_bytes))
     hal_pb2_grpc.add_DeviceServicer_to_server(servicer, server)
-    port = server.add_insecure_port(address)
-    if not port and not address.startswith("unix:"):
+    with private_socket(path):
+        port = server.add_secure_port(address, tls.server_credentials()) if tls else server.add_insecure_port(address)
+    if not port and path is None:
         raise OSError(f"cannot listen on {address}")
     server.start()
     return server, port
@@ -360,6 +443,14 @@ def _watch_parent(pid: int) -> None:
             os._exit(0)
 
 
+def _positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive number of bytes")
+    return value
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m runtime.remote.host",
                                      description="serve an nncts driver over the HAL of runtime/remote/hal.proto "
@@ -369,9 +460,30 @@ def main(argv=None) -> int:
     parser.add_argument("--listen-local", default=None, metavar="PATH",
                         help="Unix socket for the local transport (length-delimited protobuf frames)")
     parser.add_argument("--parent-pid", type=int, default=None, help="exit when this process is gone")
+    parser.add_argument("--max-frame-bytes", type=_positive_int, default=MAX_MESSAGE_BYTES, metavar="N",
+                        help="--listen-local: refuse (INVALID_ARGUMENT) any frame longer than N bytes, from its "
+                             f"length prefix, before reading it (default {MAX_MESSAGE_BYTES}, 256 MiB)")
+    parser.add_argument("--tls-key", default=None, metavar="PEM", help="--listen: the host's private key")
+    parser.add_argument("--tls-cert", default=None, metavar="PEM", help="--listen: the host's certificate (chain)")
+    parser.add_argument("--tls-ca", default=None, metavar="PEM",
+                        help="--listen: CA certificate(s); only clients presenting a certificate it signed are served")
+    parser.add_argument("--insecure-loopback", action="store_true",
+                        help="--listen on a loopback TCP address (127.0.0.0/8, ::1, localhost) without TLS: any "
+                             "local user can connect")
     args = parser.parse_args(argv)
     if not (args.listen or args.listen_local):
         parser.error("give --listen and/or --listen-local")
+    try:
+        tls = TlsFiles.from_options(args.tls_key, args.tls_cert, args.tls_ca, "--tls-")
+        if args.listen:
+            check_listen(args.listen, tls, args.insecure_loopback)
+        elif tls is not None or args.insecure_loopback:
+            raise ValueError("--tls-key/--tls-cert/--tls-ca and --insecure-loopback: only with --listen")
+        if args.listen_local:
+            private_socket_dir(args.listen_local, f"--listen-local {args.listen_local}")
+    except ValueError as e:
+        print(f"nncts driver host: {e}", file=sys.stderr)
+        return 2
     from ..drivers import DriverNotFound, load_driver
     try:
         device = load_driver(args.driver)
@@ -382,17 +494,20 @@ def main(argv=None) -> int:
     server = local = None
     try:
         if args.listen:
-            server, port = serve(servicer, args.listen)
+            server, port = serve(servicer, args.listen, tls=tls)
         if args.listen_local:
             from .frames import FrameServer
-            local = FrameServer(servicer, args.listen_local)
-    except (OSError, RuntimeError) as e:
+            with private_socket(args.listen_local):
+                local = FrameServer(servicer, args.listen_local, args.max_frame_bytes)
+    except (OSError, RuntimeError, ValueError) as e:
         print(f"nncts driver host: cannot listen on {args.listen or args.listen_local}: {e}", file=sys.stderr)
         return 2
     if args.parent_pid:
         threading.Thread(target=_watch_parent, args=(args.parent_pid,), daemon=True).start()
-    where = [f"{args.listen}" + (f" (port {port})" if not args.listen.startswith("unix:") else "")] \
-        if args.listen else []
+    where = []
+    if args.listen:
+        how = "Unix socket" if unix_socket_path(args.listen) else f"port {port}"
+        where.append(f"{args.listen} ({how}, {'mutual TLS' if tls else 'no TLS'})")
     where += [f"{args.listen_local} (local transport)"] if args.listen_local else []
     print(f"nncts driver host: serving {device.get_name()} on {' and '.join(where)}", flush=True)
     if local is not None:

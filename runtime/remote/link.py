@@ -24,7 +24,9 @@ from ..errors import HalError
 from ..types import ErrorStatus
 from .frames import FrameChannel, TransportError, connectable
 from .incidents import INCIDENTS, Incident
+from .access import check_endpoint
 from .host import CHANNEL_OPTIONS
+from .tls import TlsFiles
 
 
 #: How long a new host may take to start serving (seconds).
@@ -41,12 +43,23 @@ def _grpc():
 
 
 class GrpcChannel:
-    """Calls over gRPC (the ``Device`` service) to ``address``; errors as TransportError."""
+    """Calls over gRPC (the ``Device`` service) to ``address``; errors as TransportError.
+    With ``tls`` the channel is mutual TLS (the host must present a certificate signed by
+    ``tls.ca`` naming ``address``; we present ``tls.cert``); without, ``address`` must be a
+    ``unix:`` socket or loopback. Messages are bounded by :data:`CHANNEL_OPTIONS`. Raises
+    HalError(GENERAL_FAILURE) when the access rule (:mod:`runtime.remote.access`) refuses
+    ``address`` or a TLS file cannot be read."""
 
-    def __init__(self, address: str):
+    def __init__(self, address: str, tls: TlsFiles | None = None):
         grpc = _grpc()
         from .hal_pb2_grpc import DeviceStub
-        self.channel = grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+        try:
+            check_endpoint(address, tls)
+            credentials = tls.channel_credentials() if tls is not None else None
+        except (ValueError, OSError) as e:
+            raise HalError(ErrorStatus.GENERAL_FAILURE, f"cannot connect to driver endpoint {address}: {e}") from None
+        self.channel = grpc.secure_channel(address, credentials, options=CHANNEL_OPTIONS) if credentials \
+            else grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
         self.stub = DeviceStub(self.channel)
 
     def wait_ready(self, timeout_s: float) -> bool:
@@ -95,12 +108,15 @@ class GrpcChannel:
 
 class LocalChannel(FrameChannel):
     """Calls over the local transport (:class:`~runtime.remote.frames.FrameChannel`), with
-    :meth:`call_later` on a short-lived thread."""
+    :meth:`call_later` on a short-lived thread (the frame encoded first: one over the limit
+    raises HalError at once)."""
 
-    def call_later(self, method: str, message, timeout: float | None, done) -> None:
+    def call_later(self, method: str, message, timeout: float | None, done, fds=()) -> None:
+        payload = self.encode(method, message)
+
         def run():
             try:
-                reply = self.call(method, message, timeout)
+                reply = self.exchange(method, payload, timeout, fds)
             except TransportError as e:
                 done(None, e)
                 return
@@ -110,7 +126,10 @@ class LocalChannel(FrameChannel):
 
 class Link:
     """Calls to one driver host (see the module docstring). ``call_timeout_s`` bounds every
-    call (None: no bound)."""
+    call (None: no bound). :attr:`passes_fds`: whether calls may carry file descriptors
+    (only the local transport can; over gRPC all memory travels inline)."""
+
+    passes_fds = False
 
     def __init__(self, driver: str, call_timeout_s: float | None):
         self.driver = driver
@@ -139,25 +158,37 @@ class Link:
                 self.channel = self._connect()
                 self.generation += 1
 
-    def call(self, method: str, message, generation: int | None = None, what: str | None = None):
-        """``method(message)`` on the host; the reply. Raises HalError(DEAD_OBJECT) when the
-        host died or hung (after recording the incident), or when ``generation`` (of the
-        object the call is on) is not the current host's."""
+    def call(self, method: str, message, generation: int | None = None, what: str | None = None, fds=()):
+        """``method(message)`` on the host, with descriptors ``fds``; the reply. Raises
+        HalError(DEAD_OBJECT) when the host died or hung (after recording the incident), or
+        when ``generation`` (of the object the call is on) is not the current host's;
+        HalError(GENERAL_FAILURE) for ``fds`` on a link that cannot carry them."""
         channel, current = self._begin(method, generation, what)
         try:
-            return channel.call(method, message, self.call_timeout_s)
+            return channel.call(method, message, self.call_timeout_s, *self._fds_argument(fds, what or method))
         except TransportError as e:
             raise self._failure(e, current, what or method) from None
 
-    def call_later(self, method: str, message, generation: int | None, what: str, done) -> None:
-        """Start ``method(message)`` and return; ``done(reply, None)`` or ``done(None,
-        HalError)`` runs when it ends (on another thread). Raises HalError as :meth:`call`
-        when the call cannot start."""
+    def call_later(self, method: str, message, generation: int | None, what: str, done, fds=()) -> None:
+        """Start ``method(message)`` (with descriptors ``fds``) and return; ``done(reply,
+        None)`` or ``done(None, HalError)`` runs when it ends (on another thread). Raises
+        HalError as :meth:`call` when the call cannot start."""
         channel, current = self._begin(method, generation, what)
 
         def finished(reply, error):
             done(reply, None if error is None else self._failure(error, current, what))
-        channel.call_later(method, message, self.call_timeout_s, finished)
+        channel.call_later(method, message, self.call_timeout_s, finished, *self._fds_argument(fds, what))
+
+    def _fds_argument(self, fds, what: str) -> tuple:
+        """The channel call's extra argument for ``fds``: none when there are none (a
+        gRPC channel takes none). Raises HalError(GENERAL_FAILURE) when this link cannot
+        carry descriptors."""
+        if not fds:
+            return ()
+        if not self.passes_fds:
+            raise HalError(ErrorStatus.GENERAL_FAILURE, f"{what}: file descriptors cannot travel over gRPC; "
+                           f"memory must be sent inline")
+        return (list(fds),)
 
     def _begin(self, method: str, generation: int | None, what: str | None):
         self.ensure()
@@ -225,7 +256,10 @@ def _signal_name(returncode: int) -> str:
 class ProcessLink(Link):
     """A host process this link starts (``python -m runtime.remote.host``), served on a Unix
     socket over the local transport, restarted after each death. The host's stderr goes to a
-    log file whose last lines are quoted in the incident."""
+    log file whose last lines are quoted in the incident. Calls carry file descriptors
+    (shared memory and cache files)."""
+
+    passes_fds = True
 
     def __init__(self, driver: str, call_timeout_s: float | None = 300.0):
         super().__init__(driver, call_timeout_s)
@@ -297,19 +331,21 @@ class ProcessLink(Link):
 
 
 class EndpointLink(Link):
-    """A host someone else started, at gRPC ``address``; after a lost connection the next
-    call reconnects (waiting up to ``START_TIMEOUT_S`` for the endpoint)."""
+    """A host someone else started, at gRPC ``address`` (over mutual TLS with ``tls``; see
+    :class:`GrpcChannel`); after a lost connection the next call reconnects (waiting up to
+    ``START_TIMEOUT_S`` for the endpoint)."""
 
-    def __init__(self, address: str, call_timeout_s: float | None = 300.0):
+    def __init__(self, address: str, call_timeout_s: float | None = 300.0, tls: TlsFiles | None = None):
         super().__init__(address, call_timeout_s)
-        self.address = address
+        self.address, self.tls = address, tls
 
     def _connect(self):
-        channel = GrpcChannel(self.address)
+        channel = GrpcChannel(self.address, self.tls)
         if not channel.wait_ready(START_TIMEOUT_S):
             channel.close()
+            hint = "; over TLS this is also what a certificate either end refuses looks like" if self.tls else ""
             raise HalError(ErrorStatus.GENERAL_FAILURE, f"no driver serving at {self.address} "
-                           f"(waited {START_TIMEOUT_S:g} s)")
+                           f"(waited {START_TIMEOUT_S:g} s{hint})")
         return channel
 
     def _lost(self, call: str, detail: str) -> Incident:

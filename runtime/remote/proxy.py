@@ -3,10 +3,13 @@ calling a driver host (:mod:`runtime.remote.host`) through a :class:`~runtime.re
 so the front end and every suite use an out-of-process driver like any other.
 
 Device queries are answered from one ``Describe`` at connection. Pools travel as
-:func:`runtime.remote.wire.pool_to_wire` says: shared when the host mapped the probe region
-(same machine), else copied, outputs copied back. Cache files travel as the client's own open
-files (same machine, with their access mode) or as their content. A value the wire cannot
-carry (an integer beyond 64 bits) is HalError(INVALID_ARGUMENT) here.
+:func:`runtime.remote.wire.pool_to_wire` says: shared when the link carries file descriptors
+(the local transport of ``process:`` drivers) and the host mapped the probe region sent as
+one, else copied, outputs copied back; over gRPC (``endpoint:``) nothing is shared. A shared
+pool or cache file is its descriptor, sent with the call (:meth:`RemoteDevice.encode`), never a
+path. Cache files travel as the client's own open files (their descriptors: the host opens
+them with their own access mode) or as their content. A value the wire cannot carry (an
+integer beyond 64 bits) is HalError(INVALID_ARGUMENT) here.
 """
 from __future__ import annotations
 
@@ -34,12 +37,6 @@ def _opt(value: int | None) -> int:
     return -1 if value is None else int(value)
 
 
-def _encode(what: str, build):
-    """``build()``, a message; a value out of the wire's range is INVALID_ARGUMENT."""
-    try:
-        return build()
-    except (ValueError, TypeError, OverflowError) as e:
-        raise HalError(ErrorStatus.INVALID_ARGUMENT, f"{what}: cannot be sent to the driver process: {e}") from None
 
 
 def _copy_back(request, written) -> None:
@@ -56,8 +53,8 @@ class _HostObject:
         self.link, self.key, self.generation = link, key, generation
         weakref.finalize(self, link.release_later, generation, key)
 
-    def _call(self, method: str, message, what: str):
-        reply = self.link.call(method, message, self.generation, what)
+    def _call(self, method: str, message, what: str, fds=()):
+        reply = self.link.call(method, message, self.generation, what, fds)
         wire.raise_for(reply.status)
         return reply
 
@@ -70,15 +67,16 @@ class RemoteBuffer(_HostObject, IBuffer):
         self.device = device
 
     def copy_to(self, dst) -> None:
-        pool = self.device.pool(dst)
-        reply = self._call("CopyTo", pb.CopyToRequest(buffer=self.key, dst=pool), "IBuffer.copy_to")
-        if pool.WhichOneof("kind") == "data":
+        message, fds = self.device.encode("IBuffer.copy_to", lambda fds: pb.CopyToRequest(
+            buffer=self.key, dst=wire.pool_to_wire(dst, fds)))
+        reply = self._call("CopyTo", message, "IBuffer.copy_to", fds)
+        if message.dst.WhichOneof("kind") == "data":
             dst.buffer[:len(reply.data)] = reply.data
 
     def copy_from(self, src, dimensions) -> None:
-        message = _encode("IBuffer.copy_from", lambda: pb.CopyFromRequest(
-            buffer=self.key, src=self.device.pool(src), dimensions=list(dimensions)))
-        self._call("CopyFrom", message, "IBuffer.copy_from")
+        message, fds = self.device.encode("IBuffer.copy_from", lambda fds: pb.CopyFromRequest(
+            buffer=self.key, src=wire.pool_to_wire(src, fds), dimensions=list(dimensions)))
+        self._call("CopyFrom", message, "IBuffer.copy_from", fds)
 
 
 class RemoteFence(SyncFence):
@@ -132,16 +130,16 @@ class RemoteBurst(_HostObject, IBurst):
 
     def execute_synchronously(self, request, memory_identifier_tokens, measure=0, deadline_ns=None,
                               loop_timeout_duration_ns=None):
-        device = self.prepared_model.device
-        message = _encode("IBurst.execute", lambda: pb.ExecuteRequest(
-            path=pb.BURST, burst=self.key, request=device.request(request),
+        message, fds = self.prepared_model.device.encode("IBurst.execute", lambda fds: pb.ExecuteRequest(
+            path=pb.BURST, burst=self.key, request=wire.request_to_wire(request, fds),
             memory_identifier_tokens=list(memory_identifier_tokens), measure=int(measure),
             deadline_ns=_relative(deadline_ns), loop_timeout_duration_ns=_opt(loop_timeout_duration_ns)))
-        return self.prepared_model._finish(request, self._call("Execute", message, "IBurst.execute"))
+        return self.prepared_model._finish(request, self._call("Execute", message, "IBurst.execute", fds))
 
     def release_memory_resource(self, token: int) -> None:
-        self._call("ReleaseMemoryResource", _encode("IBurst.release_memory_resource", lambda: pb.ReleaseMemoryRequest(
-            burst=self.key, token=int(token))), "IBurst.release_memory_resource")
+        message, _ = self.prepared_model.device.encode("IBurst.release_memory_resource", lambda fds: (
+            pb.ReleaseMemoryRequest(burst=self.key, token=int(token))))
+        self._call("ReleaseMemoryResource", message, "IBurst.release_memory_resource")
 
 
 class RemoteExecution(_HostObject, IExecution):
@@ -154,10 +152,10 @@ class RemoteExecution(_HostObject, IExecution):
 
     def execute_synchronously(self, deadline_ns=None):
         pm = self.prepared_model
-        message = _encode("IExecution.execute", lambda: pb.ExecuteRequest(
-            path=pb.REUSABLE, execution=self.key, request=pm.device.request(self.request),
+        message, fds = pm.device.encode("IExecution.execute", lambda fds: pb.ExecuteRequest(
+            path=pb.REUSABLE, execution=self.key, request=wire.request_to_wire(self.request, fds),
             deadline_ns=_relative(deadline_ns)))
-        return pm._finish(self.request, self._call("Execute", message, "IExecution.execute"))
+        return pm._finish(self.request, self._call("Execute", message, "IExecution.execute", fds))
 
     def execute_fenced(self, wait_for, deadline_ns=None, duration_ns=None):
         return self.prepared_model._fenced(self.request, wait_for, self.measure, deadline_ns,
@@ -177,10 +175,14 @@ class RemotePreparedModel(_HostObject, IPreparedModel):
         return wire.shapes_from_wire(reply.output_shapes), wire.timing_from_wire(reply.timing)
 
     def _execute(self, path, request, measure, deadline_ns, loop_timeout_duration_ns, what):
-        message = _encode(what, lambda: pb.ExecuteRequest(
-            path=path, prepared_model=self.key, request=self.device.request(request), measure=int(measure),
-            deadline_ns=_relative(deadline_ns), loop_timeout_duration_ns=_opt(loop_timeout_duration_ns)))
-        return self._finish(request, self.link.call("Execute", message, self.generation, what))
+        message, fds = self.device.encode(what, lambda fds: self._execute_request(
+            path, request, fds, measure, deadline_ns, loop_timeout_duration_ns))
+        return self._finish(request, self.link.call("Execute", message, self.generation, what, fds))
+
+    def _execute_request(self, path, request, fds, measure, deadline_ns, loop_timeout_duration_ns):
+        return pb.ExecuteRequest(path=path, prepared_model=self.key, request=wire.request_to_wire(request, fds),
+                                 measure=int(measure), deadline_ns=_relative(deadline_ns),
+                                 loop_timeout_duration_ns=_opt(loop_timeout_duration_ns))
 
     def execute_synchronously(self, request, measure=0, deadline_ns=None, loop_timeout_duration_ns=None):
         return self._execute(pb.SYNC, request, measure, deadline_ns, loop_timeout_duration_ns,
@@ -201,10 +203,9 @@ class RemotePreparedModel(_HostObject, IPreparedModel):
                     error = e
             callback.notify(error.status, error.output_shapes or [], None, error.message)
         try:
-            message = _encode(what, lambda: pb.ExecuteRequest(
-                path=pb.ASYNC, prepared_model=self.key, request=self.device.request(request), measure=int(measure),
-                deadline_ns=_relative(deadline_ns), loop_timeout_duration_ns=_opt(loop_timeout_duration_ns)))
-            self.link.call_later("Execute", message, self.generation, what, done)
+            message, fds = self.device.encode(what, lambda fds: self._execute_request(
+                pb.ASYNC, request, fds, measure, deadline_ns, loop_timeout_duration_ns))
+            self.link.call_later("Execute", message, self.generation, what, done, fds)
         except HalError as e:
             done(None, e)
 
@@ -222,13 +223,13 @@ class RemotePreparedModel(_HostObject, IPreparedModel):
                 key = self.device.fence_id()
                 deps.append(pb.FenceDependency(pending=key))
                 watchers.append((key, fence))
-        message = _encode("IPreparedModel.execute_fenced", lambda: pb.ExecuteFencedRequest(
-            prepared_model=self.key, execution=execution, request=self.device.request(request), wait_for=deps,
+        message, fds = self.device.encode("IPreparedModel.execute_fenced", lambda fds: pb.ExecuteFencedRequest(
+            prepared_model=self.key, execution=execution, request=wire.request_to_wire(request, fds), wait_for=deps,
             measure=int(measure), deadline_ns=_relative(deadline_ns),
             loop_timeout_duration_ns=_opt(loop_timeout_duration_ns), duration_ns=_opt(duration_ns)))
         for key, fence in watchers:
             threading.Thread(target=self._forward, args=(key, fence, deadline_ns), daemon=True).start()
-        reply = self._call("ExecuteFenced", message, "IPreparedModel.execute_fenced")
+        reply = self._call("ExecuteFenced", message, "IPreparedModel.execute_fenced", fds)
         fence = RemoteFence(self, reply.fence, request, reply)
         return fence, RemoteFencedCallback(fence)
 
@@ -248,25 +249,30 @@ class RemotePreparedModel(_HostObject, IPreparedModel):
         return RemoteBurst(self, reply.id, self.generation)
 
     def create_reusable_execution(self, request, measure, loop_timeout_duration_ns) -> IExecution:
-        message = _encode("create_reusable_execution", lambda: pb.ReusableRequest(
-            prepared_model=self.key, request=self.device.request(request), measure=int(measure),
+        message, fds = self.device.encode("create_reusable_execution", lambda fds: pb.ReusableRequest(
+            prepared_model=self.key, request=wire.request_to_wire(request, fds), measure=int(measure),
             loop_timeout_duration_ns=_opt(loop_timeout_duration_ns)))
-        reply = self._call("CreateReusableExecution", message, "create_reusable_execution")
+        reply = self._call("CreateReusableExecution", message, "create_reusable_execution", fds)
         return RemoteExecution(self, reply.id, self.generation, request, measure, loop_timeout_duration_ns)
 
 
-def _cache_to_wire(files, share: bool) -> list[pb.CacheFile]:
-    """Cache files as their path (``share``: the host opens the file itself) or content."""
+def _cache_to_wire(files, fds: wire.FdList | None, offsets: list) -> list[pb.CacheFile]:
+    """Cache files as their descriptors (``fds`` given: the host opens each with its own
+    access mode and the driver reads and writes it in place, moving the file offset it
+    shares with us: each file's (descriptor, offset) goes into ``offsets`` for
+    :func:`_restore_offsets`) or as their content."""
     out = []
     for f in files or []:
         try:
             read_only, write_only = not f.writable(), not f.readable()
-            if share:
+            if fds is not None:
                 if not read_only:
                     f.flush()
-                out.append(pb.CacheFile(path=f"/proc/{os.getpid()}/fd/{f.fileno()}", read_only=read_only,
-                                        write_only=write_only))
-                continue
+                index = fds.index(f.fileno())
+                if index is not None:
+                    offsets.append((f.fileno(), os.lseek(f.fileno(), 0, os.SEEK_CUR)))
+                    out.append(pb.CacheFile(fd_index=index))
+                    continue
             data = b""
             if not write_only:
                 f.seek(0)
@@ -277,10 +283,20 @@ def _cache_to_wire(files, share: bool) -> list[pb.CacheFile]:
     return out
 
 
+def _restore_offsets(offsets) -> None:
+    """Put the file offsets the driver moved back where our buffered file objects think
+    they are."""
+    for fd, offset in offsets:
+        try:
+            os.lseek(fd, offset, os.SEEK_SET)
+        except OSError:
+            pass
+
+
 def _cache_back(files, contents) -> None:
     """Write back what the host's copies of inline cache files hold after the call."""
     for f, c in zip(files or [], contents):
-        if c.invalid or c.path or not hasattr(f, "writable") or not f.writable():
+        if c.invalid or c.WhichOneof("content") != "data" or not hasattr(f, "writable") or not f.writable():
             continue
         f.seek(0)
         f.truncate()
@@ -294,37 +310,46 @@ class RemoteDevice(IDevice):
 
     def __init__(self, link: Link):
         self.link = link
-        probe, self._probe = self._describe_probe()
-        reply = link.call("Describe", probe)
+        probe, fds, self._probe = self._describe_probe(link.passes_fds)
+        reply = link.call("Describe", probe, fds=fds)
         wire.raise_for(reply.status)
         self.info = reply
-        self.shared = reply.shared_memory
+        #: Pools and cache files travel as descriptors (else inline): the link carries
+        #: descriptors (never gRPC) and the host mapped the probe sent as one.
+        self.shared = bool(link.passes_fds and reply.shared_memory)
         self._capabilities = wire.capabilities_from_wire(reply.capabilities)
         self._extensions = wire.extensions_from_wire(reply.extensions)
         self._fence_ids = itertools.count(1 << 40)
 
     @staticmethod
-    def _describe_probe():
-        memory = shared_memory(data=os.urandom(16))
-        region = memory.region()
-        if region is None:
-            return pb.DescribeRequest(), memory
-        path, offset, size, _ = region
-        return pb.DescribeRequest(shared_memory_probe=pb.SharedRegion(path=path, offset=offset, size=size,
-                                                                      read_only=True),
-                                  probe_bytes=bytes(memory.buffer)), memory
+    def _describe_probe(passes_fds: bool):
+        """(DescribeRequest, its descriptors, the probe memory): a read-only region of 16
+        random bytes sent as a descriptor when the link carries descriptors, else no probe."""
+        memory = shared_memory(data=os.urandom(16)) if passes_fds else None
+        fds = wire.FdList()
+        pool = wire.pool_to_wire(memory, fds) if memory is not None else None
+        if pool is None or pool.WhichOneof("kind") != "shared":
+            return pb.DescribeRequest(), [], memory
+        pool.shared.read_only = True
+        return pb.DescribeRequest(shared_memory_probe=pool.shared, probe_bytes=bytes(memory.buffer)), fds.fds, memory
 
-    def pool(self, pool) -> pb.Pool:
-        return wire.pool_to_wire(pool, self.shared)
-
-    def request(self, request) -> pb.Request:
-        return wire.request_to_wire(request, self.shared)
+    def encode(self, what: str, build):
+        """(message, descriptors to send with it): ``build(fds)`` makes a call's message,
+        sharing pools and cache files through ``fds`` (a :class:`~runtime.remote.wire.FdList`,
+        None when this device cannot share: everything inline). A value out of the wire's
+        range is HalError(INVALID_ARGUMENT) naming ``what``."""
+        fds = wire.FdList() if self.shared else None
+        try:
+            message = build(fds)
+        except (ValueError, TypeError, OverflowError) as e:
+            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"{what}: cannot be sent to the driver process: {e}") from None
+        return message, fds.fds if fds is not None else []
 
     def fence_id(self) -> int:
         return next(self._fence_ids)
 
-    def _call(self, method: str, message, what: str):
-        reply = self.link.call(method, message, None, what)
+    def _call(self, method: str, message, what: str, fds=()):
+        reply = self.link.call(method, message, None, what, fds)
         wire.raise_for(reply.status)
         return reply
 
@@ -352,35 +377,42 @@ class RemoteDevice(IDevice):
 
     # -- calls ----------------------------------------------------------------------------
     def get_supported_operations(self, model) -> list[bool]:
-        message = _encode("get_supported_operations", lambda: pb.ModelRequest(
-            model=wire.model_to_wire(model, self.shared)))
-        return list(self._call("GetSupportedOperations", message, "get_supported_operations").supported)
+        message, fds = self.encode("get_supported_operations", lambda fds: pb.ModelRequest(
+            model=wire.model_to_wire(model, fds)))
+        return list(self._call("GetSupportedOperations", message, "get_supported_operations", fds).supported)
 
     def prepare_model(self, model, preference=1, priority=100, deadline_ns=None, model_cache=None,
                       data_cache=None, token=None) -> IPreparedModel:
-        has_cache = model_cache is not None or data_cache is not None
-        message = _encode("prepare_model", lambda: pb.PrepareModelRequest(
-            model=wire.model_to_wire(model, self.shared), preference=int(preference), priority=int(priority),
-            deadline_ns=_relative(deadline_ns), model_cache=_cache_to_wire(model_cache, self.shared),
-            data_cache=_cache_to_wire(data_cache, self.shared), token=bytes(token or b""), has_token=token is not None,
-            has_cache=has_cache))
+        has_cache, offsets = model_cache is not None or data_cache is not None, []
+        message, fds = self.encode("prepare_model", lambda fds: pb.PrepareModelRequest(
+            model=wire.model_to_wire(model, fds), preference=int(preference), priority=int(priority),
+            deadline_ns=_relative(deadline_ns), model_cache=_cache_to_wire(model_cache, fds, offsets),
+            data_cache=_cache_to_wire(data_cache, fds, offsets), token=bytes(token or b""),
+            has_token=token is not None, has_cache=has_cache))
         generation = self.link.generation
-        reply = self._call("PrepareModel", message, "prepare_model")
+        try:
+            reply = self._call("PrepareModel", message, "prepare_model", fds)
+        finally:
+            _restore_offsets(offsets)
         _cache_back(model_cache, reply.model_cache)
         _cache_back(data_cache, reply.data_cache)
         return RemotePreparedModel(self, reply.prepared_model, max(generation, self.link.generation))
 
     def prepare_model_from_cache(self, deadline_ns, model_cache, data_cache, token) -> IPreparedModel:
-        message = _encode("prepare_model_from_cache", lambda: pb.PrepareFromCacheRequest(
-            deadline_ns=_relative(deadline_ns), model_cache=_cache_to_wire(model_cache, self.shared),
-            data_cache=_cache_to_wire(data_cache, self.shared), token=bytes(token or b"")))
-        reply = self._call("PrepareModelFromCache", message, "prepare_model_from_cache")
+        offsets = []
+        message, fds = self.encode("prepare_model_from_cache", lambda fds: pb.PrepareFromCacheRequest(
+            deadline_ns=_relative(deadline_ns), model_cache=_cache_to_wire(model_cache, fds, offsets),
+            data_cache=_cache_to_wire(data_cache, fds, offsets), token=bytes(token or b"")))
+        try:
+            reply = self._call("PrepareModelFromCache", message, "prepare_model_from_cache", fds)
+        finally:
+            _restore_offsets(offsets)
         return RemotePreparedModel(self, reply.prepared_model, self.link.generation)
 
     def allocate(self, desc, prepared_models, input_roles, output_roles):
         keys = [p.key if isinstance(p, RemotePreparedModel) and p.link is self.link
                 and p.generation == self.link.generation else 0 for p in prepared_models]
-        message = _encode("allocate", lambda: pb.AllocateRequest(
+        message, _ = self.encode("allocate", lambda fds: pb.AllocateRequest(
             dimensions=list(desc.dimensions), prepared_models=keys, input_roles=wire.roles_to_wire(input_roles),
             output_roles=wire.roles_to_wire(output_roles)))
         reply = self._call("Allocate", message, "allocate")
