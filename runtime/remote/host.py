@@ -6,10 +6,11 @@ of ``hal.proto``, so the driver runs in its own process.
 (a bundled name, an entry point in group ``nncts.drivers`` or ``module:factory``) and serves it
 over gRPC on ``ADDRESS`` (``unix:/path/to.sock`` or ``host:port``; TCP with mutual TLS, or
 without on loopback only: :mod:`runtime.remote.access`) and/or over the local transport
-(:mod:`runtime.remote.frames`, frames up to ``--max-frame-bytes N``, default 256 MiB, file
-descriptors for shared memory) on the Unix socket ``PATH`` (in a private directory), until
-killed or until process ``PID`` (the runtime that started it) is gone. A driver that cannot
+(:mod:`runtime.remote.frames`, file descriptors for shared memory) on the Unix socket
+``PATH`` (in a private directory), until killed or until process ``PID`` (the runtime that
+started it) is gone. A driver that cannot
 be loaded, or an address the access rule refuses, is one line on stderr and exit code 2.
+``--max-frame-bytes N`` (default 256 MiB) bounds every message on both transports.
 
 Every reply carries the driver's HalError as its status (anything else a driver raises becomes
 GENERAL_FAILURE naming the exception); a driver that kills the process or never returns is the
@@ -461,8 +462,9 @@ def main(argv=None) -> int:
                         help="Unix socket for the local transport (length-delimited protobuf frames)")
     parser.add_argument("--parent-pid", type=int, default=None, help="exit when this process is gone")
     parser.add_argument("--max-frame-bytes", type=_positive_int, default=MAX_MESSAGE_BYTES, metavar="N",
-                        help="--listen-local: refuse (INVALID_ARGUMENT) any frame longer than N bytes, from its "
-                             f"length prefix, before reading it (default {MAX_MESSAGE_BYTES}, 256 MiB)")
+                        help="longest message accepted: --listen-local refuses (INVALID_ARGUMENT) a frame longer "
+                             "than N bytes from its length prefix, before reading it; --listen (gRPC) refuses a "
+                             f"longer message (RESOURCE_EXHAUSTED) (default {MAX_MESSAGE_BYTES}, 256 MiB)")
     parser.add_argument("--tls-key", default=None, metavar="PEM", help="--listen: the host's private key")
     parser.add_argument("--tls-cert", default=None, metavar="PEM", help="--listen: the host's certificate (chain)")
     parser.add_argument("--tls-ca", default=None, metavar="PEM",
@@ -494,7 +496,7 @@ def main(argv=None) -> int:
     server = local = None
     try:
         if args.listen:
-            server, port = serve(servicer, args.listen, tls=tls)
+            server, port = serve(servicer, args.listen, tls=tls, max_message_bytes=args.max_frame_bytes)
         if args.listen_local:
             from .frames import FrameServer
             with private_socket(args.listen_local):
