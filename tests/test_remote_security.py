@@ -392,13 +392,10 @@ def test_too_many_descriptors_are_refused(host):
 # ---- bounds before allocation ------------------------------------------------------------
 
 def _varint(n: int) -> bytes:
-    """Protobuf's base-128 varint of ``n`` (the frame length prefix)."""
-    out = bytearray()
-    while True:
-        byte, n = n & 0x7F, n >> 7
-        out.append(byte | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
+    """Protobuf's base-128 varint of ``n`` > 0 (the frame length prefix), as protobuf itself
+    writes it: a uint64 field's bytes after its one-byte tag (not the transport's encoder)."""
+    assert n > 0
+    return pb.SharedRegion(offset=n).SerializeToString()[1:]
 
 
 @pytest.mark.parametrize("size", [1 << 30, 1 << 40])
