@@ -58,6 +58,7 @@ import sys
 from pathlib import Path
 
 from runtime.remote import PROCESS_PREFIX, is_remote_spec, set_call_timeout
+from runtime.tools.argparsing import OneLineParser
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Instrumentation of the validation target (the full target: all of runtime, control and
@@ -68,7 +69,7 @@ VALIDATION_UNINSTRUMENTED = ("runtime.ops.base",)
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m fuzz", allow_abbrev=False,
+    p = OneLineParser(prog="python -m fuzz", allow_abbrev=False,
                                 description="Fuzz an NNAPI driver's validation (atheris/libFuzzer). "
                                             "Unknown arguments go to libFuzzer.")
     p.add_argument("--driver", default="sample",
@@ -355,7 +356,7 @@ def parent_main(args, libfuzzer_args: list[str]) -> int:
 
 
 def main(argv=None) -> int:
-    args, rest = _parser().parse_known_args(argv)
+    args, rest = _parser().parse_with_libfuzzer_flags(argv)
     if args.driver_process and not is_remote_spec(args.driver):
         args.driver = PROCESS_PREFIX + args.driver
     set_call_timeout(args.driver_timeout)

@@ -27,7 +27,6 @@ session of real calls, and garbage).
 """
 from __future__ import annotations
 
-import argparse
 import gc
 import io
 import os
@@ -38,6 +37,8 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from runtime.tools.argparsing import OneLineParser
 
 #: Modules traced for coverage (control and data flow).
 INSTRUMENTED = ("runtime.remote", "runtime.hal.model_limits")
@@ -251,13 +252,13 @@ def make_seeds(directory: Path) -> int:
 
 def main(argv=None) -> int:
     """The command line (see the module docstring); returns the exit status."""
-    p = argparse.ArgumentParser(prog="python -m fuzz.host_target", allow_abbrev=False,
+    p = OneLineParser(prog="python -m fuzz.host_target", allow_abbrev=False,
                                 description="Fuzz the driver host's frame reader and dispatch (atheris/libFuzzer). "
                                             "Unknown arguments go to libFuzzer.")
     p.add_argument("--driver", default="sample", help="driver served in process (default: sample)")
     p.add_argument("--hang-seconds", type=float, default=10.0, help="a stream not served in this time is a hang")
     p.add_argument("--make-seeds", metavar="DIR", help="write the seed streams into DIR and exit")
-    args, rest = p.parse_known_args(argv)
+    args, rest = p.parse_with_libfuzzer_flags(argv)
     if args.make_seeds:
         print(f"wrote {make_seeds(Path(args.make_seeds))} seed streams to {args.make_seeds}")
         return 0

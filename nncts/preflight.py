@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from runtime.tools.argparsing import OneLineParser  # noqa: F401 (the nncts CLI imports it from here)
+
 
 def one_line(text: str) -> str:
     """``text`` with its whitespace runs (newlines included) collapsed to single spaces."""
@@ -32,14 +34,6 @@ def usage_exit(prog: str, error) -> None:
     """Exit (SystemExit) with code 2 and ``<prog>: error: <message>`` on one line of stderr."""
     sys.stderr.write(f"{prog}: error: {one_line(error)}\n")
     sys.exit(2)
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose usage errors are one line on stderr (``nncts cts: error: ...``,
-    no usage text) and exit code 2; its subparsers are of this class too."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def check_driver(spec: str) -> None:

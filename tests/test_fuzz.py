@@ -3,6 +3,7 @@ encoder round-trips the CTS corpus, a short atheris run on the sample driver fin
 and a driver with lax quantization checks is caught and its finding replays in the CTS."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -340,3 +341,15 @@ def test_lsh_projection_past_the_work_bound_fails_cleanly():
                                          r"input rows .*the reference kernel hashes at most 524288"):
         _compute(build, [np.ones((4096, 4), np.int32)], [1024 * 32], OperandType.TENSOR_INT32)
     assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("module", ["fuzz", "fuzz.host_target"])
+def test_an_unknown_double_dash_option_is_one_line_exit_2(tmp_path, module):
+    """libFuzzer flags take one dash, so ``--bogus`` is a usage error, not a flag handed to
+    libFuzzer (on 6eac2af ``python -m fuzz --bogus`` started fuzzing, unbounded)."""
+    proc = subprocess.run([sys.executable, "-m", module, "--bogus"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [f"python -m {module}: error: unrecognized arguments: --bogus "
+                                        f"(libFuzzer flags take one dash: -runs=N)"]
+    assert not (tmp_path / "fuzz-findings").exists()

@@ -31,6 +31,7 @@ from concurrent import futures
 from ..errors import HalError
 from ..hal.sync import ExecutionCallback, SyncFence
 from ..hal.types import BufferDesc
+from ..tools.argparsing import OneLineParser
 from ..types import MAX_NUMBER_OF_CACHE_FILES, ErrorStatus, MeasureTiming, PreferenceCode, PriorityCode
 from . import hal_pb2_grpc
 from . import wire
@@ -453,7 +454,7 @@ def _positive_int(text: str) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m runtime.remote.host",
+    parser = OneLineParser(prog="python -m runtime.remote.host",
                                      description="serve an nncts driver over the HAL of runtime/remote/hal.proto "
                                                  "(gRPC and/or the local transport)")
     parser.add_argument("--driver", required=True, help="bundled name, entry point in nncts.drivers, or module:factory")

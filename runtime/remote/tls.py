@@ -23,13 +23,14 @@ Making certificates needs the ``cryptography`` package; using them needs only gr
 """
 from __future__ import annotations
 
-import argparse
 import datetime
 import ipaddress
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from ..tools.argparsing import OneLineParser
 
 #: The three files of one end, as option suffixes: ``--tls-key`` / ``--driver-endpoint-key``...
 PARTS = ("key", "cert", "ca")
@@ -166,7 +167,7 @@ def make_test_certs(directory: str | os.PathLike, hosts=(), ca_name: str = "nnct
 def main(argv=None) -> int:
     """``python -m runtime.remote.tls DIR [--host NAME ...]``: write test certificates into DIR
     and print the options that use them. Exit code 2 (one line) when DIR cannot be written."""
-    parser = argparse.ArgumentParser(prog="python -m runtime.remote.tls",
+    parser = OneLineParser(prog="python -m runtime.remote.tls",
                                      description="write a throwaway CA, server and client certificate for "
                                                  "mutual-TLS driver endpoints (tests only)")
     parser.add_argument("directory")
