@@ -231,7 +231,8 @@ def _kinds_of_non_files(tmp_path):
 
 def test_fifo_directory_socket_and_device_descriptors_are_refused_at_once(host, prepared, tmp_path):
     """HEAD: a region naming a FIFO blocked the host in open(). Each non-file descriptor is
-    INVALID_ARGUMENT within a second, for a pool and for a cache file alike."""
+    INVALID_ARGUMENT at once (bounded at 10 s for a loaded CI machine: blocking is forever), for
+    a pool and for a cache file alike."""
     for name, fd, keep, kind in _kinds_of_non_files(tmp_path):
         try:
             start = time.monotonic()
@@ -240,7 +241,7 @@ def test_fifo_directory_socket_and_device_descriptors_are_refused_at_once(host, 
             cache = host.call("PrepareModel", _prepare_request(_add_model(), has_cache=True,
                                                                model_cache=[pb.CacheFile(fd_index=0)]), [fd])
             _refused(cache, "PrepareModel: model cache file 0: descriptor 0 is not a regular file", kind)
-            assert time.monotonic() - start < 1.0, name
+            assert time.monotonic() - start < 10.0, name
         finally:
             os.close(fd)
             if isinstance(keep, int):
@@ -456,7 +457,7 @@ def test_a_million_empty_operands_are_refused_before_decoding(host):
         host, _frame("GetSupportedOperations", _empty_operands_model_request(1_000_000)))
     _refused(replies[0], "GetSupportedOperations: the request would decode into more than "
              f"{MAX_ELEMENTS} elements", "Subgraph.operands", "runtime.remote.budget.MAX_ELEMENTS")
-    assert seconds < 2.0 and grown_kb < 100_000, (seconds, grown_kb)
+    assert seconds < 10.0 and grown_kb < 100_000, (seconds, grown_kb)   # HEAD: 17 s or more, 780 MB
     assert host.alive()
 
 
@@ -468,7 +469,7 @@ def test_operands_over_the_limit_are_refused_before_the_model_is_built(host):
         host, _frame("GetSupportedOperations", _empty_operands_model_request(MAX_OPERANDS + 1)))
     _refused(replies[0], f"GetSupportedOperations: model has {MAX_OPERANDS + 1} operands",
              f"limit of {MAX_OPERANDS} (runtime.hal.model_limits.MAX_OPERANDS)")
-    assert seconds < 2.0 and grown_kb < 100_000, (seconds, grown_kb)
+    assert seconds < 10.0 and grown_kb < 100_000, (seconds, grown_kb)
     assert host.alive()
 
 
@@ -571,11 +572,9 @@ def test_host_fuzz_target_serves_every_seed_without_a_finding():
 
 
 def test_host_fuzz_target_short_atheris_run_finds_nothing(tmp_path):
-    """A few thousand libFuzzer inputs through the frame reader and dispatch (< 30 s)."""
-    start = time.monotonic()
+    """A few thousand libFuzzer inputs through the frame reader and dispatch (about 10 s)."""
     proc = subprocess.run([sys.executable, "-m", "fuzz.host_target", "-atheris_runs=3000", "-seed=1",
                            f"-artifact_prefix={tmp_path}/", str(tmp_path / "corpus")], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Done 3000" in proc.stderr and not list(tmp_path.glob("crash-*"))
-    assert time.monotonic() - start < 30
