@@ -6,6 +6,8 @@ import collections
 import json
 from pathlib import Path
 
+from runtime.files import iter_json_lines, load_json
+
 
 class RecordWriter:
     """Append-only JSON-lines writer (one line per outcome, flushed immediately)."""
@@ -63,7 +65,6 @@ def read_records(path: str | Path, strict: bool = False, outcomes: bool = True) 
     line, as does a line whose field of :data:`RECORD_FIELDS` is of another type. Raises ValueError
     (:class:`runtime.files.FileFormatError`) for a file past the 1 GiB bound and OSError when
     it cannot be read."""
-    from runtime.files import iter_json_lines
     records = []
     for line in iter_json_lines(path):
         if line.error is not None:
@@ -90,7 +91,6 @@ def read_json(path: Path) -> dict:
     :func:`runtime.files.load_json`'s bounds (64 MiB, 64 levels of nesting); ValueError (one
     line, naming the file) when it is unreadable, breaks a bound, is not JSON or not an
     object."""
-    from runtime.files import load_json
     try:
         doc = load_json(path)
     except OSError as e:

@@ -24,6 +24,7 @@ import itertools
 import os
 import stat
 import sys
+import tempfile
 import threading
 import time
 from concurrent import futures
@@ -133,7 +134,7 @@ class _CacheFiles:
             return object()
         if e.WhichOneof("content") == "fd_index":
             return _client_file(fds, e.fd_index, what)
-        import tempfile  # inline content: a temporary file holding it, opened as the client's was
+        # inline content: a temporary file holding it, opened as the client's was
         f = tempfile.NamedTemporaryFile(dir=SCRATCH, delete=False)
         try:
             with f:
