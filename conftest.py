@@ -1,2 +1,5 @@
-"""Root conftest: load the suites' pytest plugins (options --driver, --corpus, --mode, ...)."""
-pytest_plugins = ["nncts.pytest_plugin", "cts.plugin", "vts.plugin", "random_graph.plugin"]
+"""Root conftest: load the harness's and the suites' pytest plugins (the suite table,
+:mod:`harness.suites`): options --driver, --corpus, --mode, ..."""
+from harness.suites import conftest_plugins
+
+pytest_plugins = conftest_plugins()

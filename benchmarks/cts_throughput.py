@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cts.harness import run_test_model  # noqa: E402
+from harness.runner import run_test_model  # noqa: E402
 from runtime.nnapi import get_devices  # noqa: E402
 from runtime.testing.test_model import iter_corpus  # noqa: E402
 from runtime.tools.refcheck import check_model  # noqa: E402

@@ -3,7 +3,7 @@ process over gRPC) against the same driver in process, side by side, per executi
 the ratio (goal: under 2x, i.e. the proxy at least half as fast as in process).
 
 Each pass runs every selected corpus model in each mode through the CTS harness
-(cts.harness.run_test_model, the path ``pytest cts/`` takes); the best pass of ``--repeat``
+(harness.runner.run_test_model, the path ``pytest cts/`` takes); the best pass of ``--repeat``
 counts. Both runs must give the same outcomes (checked, printed when not).
 
 Usage: python benchmarks/proxy_overhead.py [--driver sample] [--versions V1_0 V1_1 V1_2]
@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cts.harness import run_test_model  # noqa: E402
-from cts.modes import applies, parse_modes  # noqa: E402
+from harness.runner import run_test_model  # noqa: E402
+from harness.modes import applies, parse_modes  # noqa: E402
 from runtime.nnapi import get_devices  # noqa: E402
 from runtime.testing.test_model import iter_corpus  # noqa: E402
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from random_graph.configs import all_configs, criteria_for, select  # noqa: E402
-from random_graph.generator import generate  # noqa: E402
+from harness.graph_configs import all_configs, criteria_for, select  # noqa: E402
+from harness.graphs import generate  # noqa: E402
 from random_graph.run import run_graph  # noqa: E402
 from runtime.nnapi import get_devices  # noqa: E402
 

@@ -1,14 +1,21 @@
 """pytest plugin of the CTS: ``--mode`` and ``--no-require-timing``; one test item per corpus
 test model and execution mode (id ``<version>/<spec>/<name>`` for the base mode,
 ``...@<mode>`` otherwise), marked per operation and ``flN``. Shared options, the device
-fixture and the outcome records come from :mod:`nncts.pytest_plugin`."""
+fixture and the outcome records come from :mod:`harness.plugin`."""
 from __future__ import annotations
 
 import pytest
 
-from nncts.pytest_plugin import corpus_models, model_marks
+from harness.modes import BASE, applies, parse_modes
+from harness.plugin import corpus_models, model_marks
+from harness.records import model_operand_types
+from harness.suites import suite
+from runtime.testing.hal_convert import to_hal_model
+from runtime.testing.support import not_implemented_reason
 
-pytest_plugins = ["nncts.pytest_plugin"]
+pytest_plugins = ["harness.plugin"]
+#: The ``suite`` of this suite's records.
+SUITE = suite("cts").record_name
 
 
 def pytest_addoption(parser):
@@ -24,9 +31,6 @@ def pytest_addoption(parser):
 def pytest_generate_tests(metafunc):
     if "nncts_case" not in metafunc.fixturenames:
         return
-    from cts.modes import BASE, applies, parse_modes
-    from runtime.testing.hal_convert import to_hal_model
-    from runtime.testing.support import not_implemented_reason
     try:
         modes = parse_modes(metafunc.config.getoption("mode"))
     except ValueError as e:
@@ -43,14 +47,12 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize("nncts_case", params)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item):
-    """Tag the item's reports with the model's operations, feature level and mode."""
+def pytest_nncts_record_fields(item):
+    """A CTS item's record: the model's operations, feature level, mode and operand types
+    (as the driver sees them: the coupling mode renames TENSOR_QUANT8_ASYMM)."""
     case = getattr(item, "callspec", None) and item.callspec.params.get("nncts_case")
-    if case is not None:
-        tm, mode = case
-        item.user_properties.append(("operations", [t.name for t in tm.operation_types]))
-        item.user_properties.append(("feature_level", tm.feature_level))
-        item.user_properties.append(("mode", mode.name))
-        from reports.matrix import model_operand_types
-        item.user_properties.append(("operand_types", model_operand_types(tm, coupling=mode.coupling)))
+    if case is None:
+        return None
+    tm, mode = case
+    return {"suite": SUITE, "operations": [t.name for t in tm.operation_types], "feature_level": tm.feature_level,
+            "mode": mode.name, "operand_types": model_operand_types(tm, coupling=mode.coupling)}

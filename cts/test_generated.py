@@ -2,18 +2,19 @@
 each selected execution mode (``--mode``)."""
 import pytest
 
-from cts.harness import run_test_model
+from harness.plugin import add_record_fields
+from harness.runner import run_test_model
 
 
 def test_generated(nncts_case, nncts_device, request):
-    """Build, compile, execute and compare one corpus test model in one mode (cts.harness;
+    """Build, compile, execute and compare one corpus test model in one mode (harness.runner;
     cache-mode files go to its memory-backed scratch directory and are removed at once)."""
     tm, mode = nncts_case
     outcome = run_test_model(tm, nncts_device, mode, None,
                              require_timing=not request.config.getoption("no_require_timing"),
                              wait_limit_s=request.config.getoption("wait_limit"))
     if outcome.skip_kind:
-        request.node.user_properties.append(("skip_kind", outcome.skip_kind))
+        add_record_fields(request.node, skip_kind=outcome.skip_kind)
     if outcome.status == "skipped":
         pytest.skip(outcome.message)
     if outcome.status == "failed":

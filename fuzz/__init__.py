@@ -1,7 +1,10 @@
 """Coverage-guided fuzzing (atheris / libFuzzer) of a driver's model and request validation.
 
 * :mod:`fuzz.decoder` — fuzz bytes to a test model in the corpus schema (plus HAL tweaks
-  and an output buffer plan), and the encoder from corpus models to seed inputs;
+  and an output buffer plan): literal models, or models drafted from the operation table
+  (:mod:`runtime.ops.generation`) with a hostility setting; and the encoder from corpus
+  models to seed inputs;
+* :mod:`fuzz.request` — the HAL request (input pool, output buffers) of a decoded model;
 * :mod:`fuzz.target` — one iteration: the HAL path and the front-end path on the driver,
   checked against the reference validator (the *full* target), or model validation only
   (the fast *validation* target, ``--target validation``);

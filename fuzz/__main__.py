@@ -57,8 +57,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runtime.remote import PROCESS_PREFIX, is_remote_spec, set_call_timeout
-from runtime.tools.argparsing import OneLineParser
+from runtime.remote.client import PROCESS_PREFIX, is_remote_spec, set_call_timeout
+from runtime.argparsing import OneLineParser
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Instrumentation of the validation target (the full target: all of runtime, control and

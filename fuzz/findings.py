@@ -60,6 +60,8 @@ from runtime.testing.hal_convert import to_hal_model
 from runtime.testing.test_model import TestModel, load_spec
 from runtime.types import OperandLifeTime, is_tensor_type, operand_dtype
 
+from .request import build_request
+
 L = OperandLifeTime
 REPO = Path(__file__).resolve().parents[1]
 FINDINGS_VERSION = "V_FUZZ"
@@ -162,7 +164,6 @@ def is_masked_crash(message: str) -> bool:
 def _reference_outputs(tm: TestModel):
     """(list of output arrays, None) from the reference executor, or (None, why)."""
     hal = to_hal_model(tm)
-    from .target import build_request  # here to avoid an import cycle
     try:
         validate_request(build_request(tm, 0), hal)
         inputs = []

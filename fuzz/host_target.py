@@ -38,7 +38,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from runtime.tools.argparsing import OneLineParser
+from runtime.argparsing import OneLineParser
 
 #: Modules traced for coverage (control and data flow).
 INSTRUMENTED = ("runtime.remote", "runtime.hal.model_limits")
@@ -80,7 +80,7 @@ class HostTarget:
     once). Raises HostFinding (or the exception that escaped the server loop)."""
 
     def __init__(self, driver: str = "sample", hang_seconds: float = 10.0):
-        from runtime.drivers import load_driver
+        from runtime.loader import load_driver
         self.device = load_driver(driver)
         self.hang_seconds = hang_seconds
         self.lines: list[str] = []

@@ -4,7 +4,7 @@ HAL interface and through the front end, and compare with the reference validato
 Steps (:func:`check_case`):
 
 1. Reference: the test model becomes a HAL model and request (:func:`to_hal_model`,
-   :func:`build_request`), the decoded HAL tweaks are applied, and
+   :func:`fuzz.request.build_request`), the decoded HAL tweaks are applied, and
    :func:`runtime.hal.validate.validate_model` judges the model.
 2. HAL path on the driver: ``get_supported_operations``, ``prepare_model``, then (if
    prepared) ``execute_synchronously`` on the request (``validate_request`` judges it).
@@ -38,67 +38,20 @@ import warnings
 import numpy as np
 
 from runtime.errors import HalError, NnapiError
-from runtime.hal.memory import SharedMemory
-from runtime.hal.types import DataLocation, OutputShape, Request, RequestArgument
-from runtime.hal.validate import operand_byte_size, validate_model, validate_request
+from runtime.hal.types import OutputShape, Request
+from runtime.hal.validate import validate_model, validate_request
 from runtime.nnapi import Compilation, Device, Execution
 from runtime.testing.frontend import build_model as build_frontend_model
 from runtime.testing.hal_convert import to_hal_model
 from runtime.testing.test_model import TestModel
-from runtime.types import OperandLifeTime, is_tensor_type, operand_dtype
+from runtime.types import OperandLifeTime
 
-from .decoder import UNKNOWN_OUTPUT_BYTES, FuzzCase, Rejected, apply_tweaks, decode
+from .decoder import FuzzCase, Rejected, apply_tweaks, decode
 from .findings import (Finding, FindingRecorder, crash_finding, is_masked_crash,
                        mask_numbers, masked_crash_finding)
+from .request import build_request, output_size, raw_data
 
 L = OperandLifeTime
-ALIGN = 8
-#: Output buffers never exceed this many bytes (a larger declared output gets a short buffer).
-MAX_OUTPUT_BUFFER = 1 << 22
-
-
-def _raw(o) -> bytes:
-    return np.ascontiguousarray(o.data, operand_dtype(o.type)).tobytes()
-
-
-def output_size(tm: TestModel, j: int, plan: int) -> int:
-    """Bytes of the buffer for output ``j`` under output ``plan`` (0 exact, 1 one byte
-    short, 2 generous)."""
-    o = tm.main.operands[tm.main.output_indexes[j]] if 0 <= tm.main.output_indexes[j] < len(tm.main.operands) \
-        else None
-    if o is None:
-        return 1
-    known = (not is_tensor_type(o.type) or o.dimensions) and 0 not in o.dimensions
-    need = operand_byte_size(o.type, o.dimensions) if known else UNKNOWN_OUTPUT_BYTES
-    if plan == 1:
-        need = need - 1 if known else 1
-    elif plan == 2:
-        need += 64
-    return max(0, min(need, MAX_OUTPUT_BUFFER))
-
-
-def build_request(tm: TestModel, plan: int) -> Request:
-    """The HAL request of ``tm``: inputs' data in pool 0 (an input without data has no
-    value), one buffer per output in pool 1 sized by ``plan``."""
-    ins, blob = [], bytearray()
-    n = len(tm.main.operands)
-    for idx in tm.main.input_indexes:
-        o = tm.main.operands[idx] if 0 <= idx < n else None
-        if o is None or o.data is None:
-            ins.append(RequestArgument(has_no_value=True))
-            continue
-        raw = _raw(o)
-        blob.extend(b"\0" * (-len(blob) % ALIGN))
-        ins.append(RequestArgument(False, DataLocation(0, len(blob), len(raw)),
-                                   list(o.data.shape) if o.data.ndim else []))
-        blob.extend(raw)
-    outs, offset = [], 0
-    for j in range(len(tm.main.output_indexes)):
-        size = output_size(tm, j, plan)
-        offset += -offset % ALIGN
-        outs.append(RequestArgument(False, DataLocation(1, offset, size), []))
-        offset += size
-    return Request(ins, outs, [SharedMemory(data=bytes(blob) or b"\0"), SharedMemory(max(offset, 1))])
 
 
 def _check_supported(result, n_ops: int) -> str | None:
@@ -239,7 +192,7 @@ def _frontend_path(tm: TestModel, plan: int, device: Device) -> list[Finding]:
             if o.data is None:
                 execution.set_input(j, None)
             else:
-                execution.set_input(j, _raw(o), list(o.data.shape))
+                execution.set_input(j, raw_data(o), list(o.data.shape))
         buffers = [bytearray(output_size(tm, j, plan)) for j in range(len(tm.main.output_indexes))]
         for j, b in enumerate(buffers):
             execution.set_output(j, b)
@@ -277,7 +230,7 @@ class FuzzTarget:
         if target not in self.TARGETS:
             raise ValueError(f"unknown fuzz target {target!r} (expected one of {', '.join(self.TARGETS)})")
         self.target = target
-        from runtime.drivers import load_driver
+        from runtime.loader import load_driver
         self.skip = skip or set()  # sha1 of inputs that already hung or blew up (not re-run)
         self.driver = driver
         self.hal_device = load_driver(driver)

@@ -16,7 +16,7 @@ CI stay short. :data:`LOADGEN` is LoadGen's own defaults (``min_duration_ms = 10
 single-stream submission (600 s and 1024 queries at least). MLTS runs each model for a
 fixed time after a warm-up; ``BenchSettings(min_duration_s=...)`` gives that.
 
-Statistics (:class:`LatencyStats`): mean, standard deviation (population, ddof=0), min, max
+Statistics (:class:`~mlts.latency.LatencyStats`): mean, standard deviation (population, ddof=0), min, max
 and the p50/p90/p99 percentiles by nearest rank (LoadGen: the sample at sorted position
 ``ceil(p * n) - 1``), plus an equal-width histogram between min and max (``bins`` bins).
 
@@ -36,6 +36,9 @@ import traceback
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+
+from .latency import LatencyStats, loadgen_loop
+from .litert import LiteRTSession, run_litert
 
 #: Driver execution modes (NNAPI front end: Execution.compute, start_compute + Event.wait,
 #: burst_compute on one Burst object reused across queries).
@@ -86,80 +89,6 @@ LOADGEN = BenchSettings(warmup=10, min_iterations=100, min_duration_s=10.0, max_
 #: MLPerf Inference rules for a single-stream submission (600 s, 1024 queries at least).
 MLPERF = BenchSettings(warmup=10, min_iterations=1024, min_duration_s=600.0, max_duration_s=None,
                        compile_iterations=10)
-
-
-def loadgen_loop(query, *, warmup: int = 0, min_iterations: int = 0, min_duration_s: float = 0.0,
-                 max_duration_s: float | None = None):
-    """Run ``query()`` ``warmup`` times, then until ``min_iterations`` queries AND
-    ``min_duration_s`` seconds are done (no timed query when both are 0), stopping once
-    ``max_duration_s`` has passed and ``min_iterations`` are done.
-
-    Returns ``(warmup_s, samples_s, last_result)``: the warm-up queries' times, the timed
-    queries' times (seconds, lists of floats) and the last query's return value (None when no
-    query ran). Exceptions of ``query`` propagate."""
-    result = None
-    warm = []
-    for _ in range(warmup):
-        t0 = time.perf_counter_ns()
-        result = query()
-        warm.append((time.perf_counter_ns() - t0) * 1e-9)
-    samples: list[float] = []
-    if min_iterations <= 0 and min_duration_s <= 0:
-        return warm, samples, result
-    start = time.perf_counter_ns()
-    min_ns = int(min_duration_s * 1e9)
-    max_ns = None if max_duration_s is None else int(max_duration_s * 1e9)
-    while True:
-        t0 = time.perf_counter_ns()
-        result = query()
-        t1 = time.perf_counter_ns()
-        samples.append((t1 - t0) * 1e-9)
-        elapsed = t1 - start
-        if len(samples) >= min_iterations and (elapsed >= min_ns or (max_ns is not None and elapsed >= max_ns)):
-            break
-    return warm, samples, result
-
-
-@dataclass
-class LatencyStats:
-    """Statistics of latency samples, in milliseconds (JSON: the report's STATS dict).
-
-    ``iterations``: timed queries; ``warmup``: discarded queries; ``duration_s``: sum of the
-    timed queries' latencies (seconds); ``histogram``: ``{"edges_ms": [bins + 1],
-    "counts": [bins]}``. Every figure is None for zero samples."""
-
-    iterations: int
-    warmup: int
-    duration_s: float
-    mean_ms: float | None
-    std_ms: float | None
-    min_ms: float | None
-    p50_ms: float | None
-    p90_ms: float | None
-    p99_ms: float | None
-    max_ms: float | None
-    histogram: dict = field(default_factory=lambda: {"edges_ms": [], "counts": []})
-
-    @classmethod
-    def from_samples(cls, samples_s, warmup: int = 0, bins: int = 20) -> "LatencyStats":
-        """Stats of ``samples_s`` (seconds; any sequence of numbers). Percentiles by nearest
-        rank: the sample at sorted position ``ceil(p * n) - 1`` (LoadGen)."""
-        ms = np.sort(np.asarray(samples_s, dtype=np.float64).reshape(-1)) * 1e3
-        n = int(ms.size)
-        if n == 0:
-            return cls(0, warmup, 0.0, None, None, None, None, None, None, None)
-
-        def pct(p: float) -> float:
-            return float(ms[max(0, math.ceil(p * n) - 1)])
-
-        counts, edges = np.histogram(ms, bins=bins)
-        return cls(iterations=n, warmup=warmup, duration_s=float(ms.sum() / 1e3),
-                   mean_ms=float(ms.mean()), std_ms=float(ms.std()), min_ms=float(ms[0]),
-                   p50_ms=pct(0.50), p90_ms=pct(0.90), p99_ms=pct(0.99), max_ms=float(ms[-1]),
-                   histogram={"edges_ms": [float(e) for e in edges], "counts": [int(c) for c in counts]})
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 @dataclass
@@ -399,7 +328,6 @@ def bench_litert(model, inputs, settings: BenchSettings = CI, kernels=BASELINES,
     """{kernel set: LatencyStats} of ai-edge-litert (subprocess, ``num_threads`` threads) on
     ``model`` (path or bytes). A kernel set that fails (LiteRTError: crash, hang, missing
     package) is left out and reported in ``errors`` (raised when ``errors`` is None)."""
-    from .litert import run_litert
     out = {}
     for k in kernels:
         try:
@@ -452,7 +380,6 @@ def _interleaved(model, imported, device, inputs, settings: BenchSettings, modes
     (see :class:`BenchSettings`); a runner that fails is recorded in ``errors`` and leaves
     the turns."""
     from .execute import prepare_imported
-    from .litert import LiteRTSession
     runners = {}
     if imported is not None:
         try:

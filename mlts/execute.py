@@ -50,7 +50,7 @@ from runtime.testing.frontend import build_model
 from runtime.types import operand_dtype
 
 from .fallback import FallbackError
-from .tflite_import import FallbackStep, ImportedModel, Partition, TFLiteImportError, _test_model
+from .tflite_import import FallbackStep, ImportedModel, Partition, TFLiteImportError, make_test_model
 
 MODES = ("sync", "async", "burst")
 
@@ -327,7 +327,7 @@ def run_isolated(imported: ImportedModel, device, reference: dict, operators=Non
                               [remap[i] for i in feeds], [remap[o] for o in outs])
             builtin = next(m.builtin for m in imported.mapping if m.index == operator)
             try:
-                c = Compilation.create_for_devices(build_model(_test_model(f"{imported.name}-op{operator}", sg)),
+                c = Compilation.create_for_devices(build_model(make_test_model(f"{imported.name}-op{operator}", sg)),
                                                    [device])
                 c.finish()
                 ex = Execution(c)

@@ -28,7 +28,7 @@ for ``reference``). Only tensors an operator writes, plus the graph inputs, are 
 (not the constant weights), keyed by TFLite tensor index of subgraph 0; the outputs and
 the latency come from the ordinary interpreter of the chosen kernel set.
 
-Latency: LoadGen single-stream style (see :mod:`mlts.bench`): warm-up queries, then
+Latency: LoadGen single-stream style (:func:`mlts.latency.loadgen_loop`): warm-up queries, then
 queries until both ``min_duration_s`` and ``min_iterations`` are reached (capped by
 ``max_duration_s``). One query = ``set_tensor`` of every input + ``invoke`` + ``get_tensor``
 of every output, timed with ``time.perf_counter_ns`` in the child; samples are seconds.
@@ -46,6 +46,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from .latency import LatencyStats, loadgen_loop
 
 #: Kernel set name -> ai-edge-litert ``OpResolverType`` member name.
 KERNELS = {
@@ -121,8 +123,7 @@ class LiteRTResult:
     version: str = ""
 
     def stats(self):
-        """:class:`mlts.bench.LatencyStats` of ``latencies_s``."""
-        from .bench import LatencyStats
+        """:class:`mlts.latency.LatencyStats` of ``latencies_s``."""
         return LatencyStats.from_samples(self.latencies_s)
 
 
@@ -298,7 +299,6 @@ def _child(tmp: Path) -> None:
 
     query = _query(it, in_details, out_details, inputs)
 
-    from .bench import loadgen_loop
     warm, samples, outputs = loadgen_loop(query, warmup=req["warmup"], min_iterations=req["iterations"],
                                           min_duration_s=req["min_duration_s"],
                                           max_duration_s=req["max_duration_s"])
@@ -452,7 +452,6 @@ def _serve(tmp: Path) -> None:
     sys.stdout = sys.stderr
     from ai_edge_litert import interpreter as tfl
 
-    from .bench import loadgen_loop
     req = json.loads((tmp / "request.json").read_text())
     with np.load(tmp / "inputs.npz") as z:
         inputs = [z[f"in{i}"] for i in range(req["n_inputs"])]

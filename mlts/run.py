@@ -351,7 +351,7 @@ def run(driver: str = "sample", models=None, report_dir="nncts-report", quick: b
     (records in ``stress.jsonl``, outcomes in the same page). Returns the run document.
     Raises UsageError (before measuring anything) for an unknown driver or model, or a report
     directory that cannot be used."""
-    from reports.records import RecordWriter
+    from harness.records import RecordWriter
     settings = settings or (QUICK if quick else STANDARD)
     ident = driver_identity(driver)
     specs = select_models(models)

@@ -75,8 +75,8 @@ def driver_facts(spec: str, out_of_process: bool = False) -> dict:
     """The driver ``spec`` loaded once (:func:`runtime.drivers.load_driver`; in its own
     process when ``out_of_process``) and asked each of :data:`DEVICE_FACTS`; a getter that
     raises is recorded as ``"error: ..."``, a driver that does not load as ``load_error``."""
-    from runtime.drivers import load_driver
-    from runtime.remote import PROCESS_PREFIX
+    from runtime.loader import load_driver
+    from runtime.remote.client import PROCESS_PREFIX
     facts: dict = {"spec": spec, "out_of_process": out_of_process}
     try:
         device = load_driver(PROCESS_PREFIX + spec if out_of_process else spec)

@@ -5,7 +5,7 @@ crashes does not end the certification.
 Suites: ``cts`` (every corpus model in each ``--modes`` mode), ``vts``, ``random-graph``,
 ``fuzz`` (a time budget, findings in ``results/fuzz/findings``) and ``mlts`` (``nncts mlts
 --quick``: real models' accuracy; only when the ``mlts`` extra imports). ``--quick`` runs the
-CI-sized selection: the V1_0 corpus directory filtered by :data:`QUICK_K` (quantized and
+CI-sized selection: the V1_0 corpus directory filtered by :data:`harness.suites.QUICK_K` (quantized and
 broadcast ADD, a float CONV_2D, a quantized CONV_2D), one seed of a few random-graph
 configurations, a few seconds of fuzzing without the seed corpus, one MLTS model.
 """
@@ -21,16 +21,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .certify_facts import ROOT
+from harness import suites as table
+from harness.suites import QUICK_FUZZ_SECONDS  # noqa: F401 (nncts.certify reads it here)
 
-SUITES = ("cts", "vts", "random-graph", "fuzz", "mlts")
-#: The quick selection (``--quick``): corpus directory and pytest ``-k`` of the CTS and VTS,
-#: random-graph options, fuzz seconds, MLTS model.
-QUICK_CORPUS = ROOT / "cts" / "corpus" / "V1_0"
-QUICK_K = "add_quant8 or add_broadcast_quant8 or conv_float_2 or conv_quant8_2"
-QUICK_RANDOM_GRAPH = ("--seeds", "1", "--config", "single-ADD-*", "--config", "small-TENSOR_FLOAT32-rank2")
-QUICK_FUZZ_SECONDS = 3
-QUICK_MLTS_MODEL = "mobilenet_v1_0.25_128_quant_uint8"
+#: The suites in the order certify runs them (the suite table, :mod:`harness.suites`).
+SUITES = tuple(s.command for s in table.SUITES)
 #: The modules the mlts extra provides (``nncts mlts`` needs them).
 MLTS_MODULES = ("tflite", "ai_edge_litert")
 #: Outcomes of a record that fail a suite.
@@ -72,34 +67,30 @@ def _nncts(*args: str) -> list[str]:
     return [sys.executable, "-m", "nncts.cli", *args]
 
 
-def _pytest_suite(args, name: str, out: Path) -> list[str]:
-    cmd = _nncts(name, "--driver", args.driver, "--report-dir", str(out), "--profile", args.profile)
+def _pytest_suite(args, spec, out: Path) -> list[str]:
+    cmd = _nncts(spec.command, "--driver", args.driver, "--report-dir", str(out), "--profile", args.profile)
     cmd += ["--driver-process"] if args.driver_process else []
     cmd += ["--baseline", str(Path(args.baseline).resolve())] if args.baseline else []
     cmd += ["--retries", str(args.retries)] if args.retries else []
     cmd += ["-n", str(args.jobs)] if args.jobs > 1 else []
-    if name == "random-graph":
-        return cmd + list(QUICK_RANDOM_GRAPH if args.quick else ())
-    if name == "cts":
-        cmd += ["--mode", args.modes]
-    return cmd + (["--corpus", str(QUICK_CORPUS), "-k", QUICK_K] if args.quick else [])
+    return cmd + spec.certify_options(args) + list(spec.quick_options if args.quick else ())
 
 
 def command(args, name: str, out: Path, fuzz_seeds: Path | None) -> list[str]:
-    """The command line of suite ``name`` for the certify options ``args`` (driver,
-    driver_process, quick, modes, profile, baseline, retries, jobs, fuzz_seconds), its
-    results in ``out``; the fuzzer's seed corpus in ``fuzz_seeds`` (None: no seeds)."""
-    if name in ("cts", "vts", "random-graph"):
-        return _pytest_suite(args, name, out)
+    """The command line of suite ``name`` (:data:`harness.suites.SUITES`) for the certify
+    options ``args`` (driver, driver_process, quick, modes, profile, baseline, retries, jobs,
+    fuzz_seconds), its results in ``out``; the fuzzer's seed corpus in ``fuzz_seeds`` (None:
+    no seeds). ValueError for an unknown suite."""
+    spec = table.suite(name)
+    if spec.runs_under_pytest:
+        return _pytest_suite(args, spec, out)
     driver = ["--driver", args.driver] + (["--driver-process"] if args.driver_process else [])
-    if name == "fuzz":
+    if spec.command == "fuzz":
         seeds = ["--seeds", str(fuzz_seeds)] if fuzz_seeds else ["--no-seeds"]
         return [sys.executable, "-m", "fuzz", *driver, "--findings", str(out / "findings"), *seeds,
                 f"-max_total_time={args.fuzz_seconds}"]
-    if name == "mlts":
-        return _nncts("mlts", "--quick", *driver, "--report-dir", str(out), "--no-progress",
-                      *(["--models", QUICK_MLTS_MODEL] if args.quick else []))
-    raise ValueError(f"unknown suite {name!r} (one of {', '.join(SUITES)})")
+    return _nncts("mlts", "--quick", *driver, "--report-dir", str(out), "--no-progress",
+                  *(spec.quick_options if args.quick else ()))
 
 
 def _run(cmd: list[str], log: Path, limit: float | None) -> tuple[int | None, str]:
@@ -121,7 +112,7 @@ def _run(cmd: list[str], log: Path, limit: float | None) -> tuple[int | None, st
 
 
 def _pytest_outcomes(out: Path) -> tuple[dict, list[dict]]:
-    from reports.records import EXPECTATION_OUTCOMES, read_records, totals
+    from harness.records import EXPECTATION_OUTCOMES, read_records, totals
     path = out / "outcomes.jsonl"
     records = read_records(path) if path.is_file() else []
     t = totals(records)
@@ -133,7 +124,7 @@ def _pytest_outcomes(out: Path) -> tuple[dict, list[dict]]:
 
 def _mlts_outcomes(out: Path) -> tuple[dict, list[dict]]:
     import json
-    from mlts.report import model_status, totals
+    from reports.mlts import model_status, totals
     path = out / "mlts.json"
     doc = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
     t = totals(doc)

@@ -22,63 +22,37 @@ Misuse of any command is one line on stderr (``nncts cts: error: ...``) and exit
 before any test starts (:mod:`nncts.preflight`: unknown or unloadable driver, missing or
 malformed corpus, bad ``--shard``/``--mode``/``--baseline``/``--profile``, non-positive
 timeouts, a report directory that cannot be created, options pytest does not know). The
-suites print a progress line with an ETA every 5 s and at the end (:mod:`nncts.progress`).
+suites print a progress line with an ETA every 5 s and at the end (:mod:`harness.progress`).
 """
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from nncts.cli_mlts import add_mlts_parser, run_mlts, run_stress
+from nncts.cli_mlts import add_mlts_parser, run_stress
 from nncts.preflight import (FactoryDriverCheck, OneLineParser, OneLineUsageErrors, PytestUsageError,
                              check_driver, check_suite_arguments, is_factory_spec, usage_exit)
+from harness.graph_configs import all_configs, select
+from harness.locations import DEFAULT_CORPUS_LABEL, DEFAULT_ROOTS, SPECS_LABEL
+from harness.suites import PYTEST_SUITES, SuiteSpec, suite
 from reports.html import write_reports
 from runtime.drivers import DEFAULT_DRIVER, available_drivers
 from runtime.remote.access import ENDPOINT_TLS_HELP
 
 
-@dataclass(frozen=True)
-class Suite:
-    """How ``nncts <command>`` runs one suite through pytest: what to collect, the suite's
-    pytest plugins, the junit suite name and the report title."""
-
-    command: str
-    title: str
-    paths: tuple[str, ...]
-    plugins: tuple[str, ...]
-
-
-def _package_dir(name: str) -> Path:
-    return Path(importlib.import_module(name).__file__).resolve().parent
-
-
-def _suites() -> dict[str, Suite]:
-    cts_dir, vts_dir, rg_dir = _package_dir("cts"), _package_dir("vts"), _package_dir("random_graph")
-    return {
-        "random-graph": Suite("random-graph", "nncts random graphs", (str(rg_dir / "test_random_graph.py"),),
-                              ("random_graph.plugin",)),
-        "cts": Suite("cts", "nncts CTS", (str(cts_dir / "test_generated.py"),), ("cts.plugin",)),
-        # the VTS package: generated tests on every execution path, device tests, validation
-        "vts": Suite("vts", "nncts VTS", (str(vts_dir),),
-                     tuple(p for p in ("vts.plugin",) if importlib.util.find_spec(p) is not None)),
-    }
-
-
-def _run_suite(suite: Suite, args, extra, suite_args: list[str] | None = None,
+def _run_suite(spec: SuiteSpec, args, extra, suite_args: list[str] | None = None,
                suite_meta: dict | None = None) -> int:
     """Run ``suite`` with pytest: shared options (--driver, --corpus, --timeout, --resume),
     the suite's own (``suite_args``), outcome records and junit.xml in the report directory,
-    progress lines with an ETA (:mod:`nncts.progress`; pytest's per-test dots off unless
+    progress lines with an ETA (:mod:`harness.progress`; pytest's per-test dots off unless
     ``-v``), then summary.json and index.html (``suite_meta`` added to its run description).
     Bad arguments (:func:`nncts.preflight.check_suite_arguments`, and what pytest itself
     rejects) exit 2 with one line on stderr before any test starts. Returns pytest's exit
     code."""
-    prog = f"nncts {suite.command}"
+    prog = f"nncts {spec.command}"
     try:
         report_dir = check_suite_arguments(args, extra)
     except ValueError as e:
@@ -86,16 +60,16 @@ def _run_suite(suite: Suite, args, extra, suite_args: list[str] | None = None,
     records = report_dir / "outcomes.jsonl"
     if records.exists() and not args.resume:
         records.unlink()
-    pytest_args = [*suite.paths, "-p", "nncts.pytest_plugin"]
-    for plugin in suite.plugins:
+    pytest_args = [*spec.pytest_paths(), "-p", "harness.plugin"]
+    for plugin in spec.plugins:
         pytest_args += ["-p", plugin]
     verbose = any(a == "--verbose" or (a.startswith("-v") and set(a[1:]) == {"v"}) for a in extra)
     # one line per failure unless --tb is given: the outcomes and the report hold the rest, and
     # pytest's long form scans every report per failure (quadratic: minutes for 20,000 failures)
     tb = [] if any(a == "--tb" or a.startswith("--tb=") for a in extra) else ["--tb=line"]
     pytest_args += ["-p", "no:cacheprovider", *_driver_args(args), "--nncts-report", str(report_dir),
-                    "--junitxml", str(report_dir / "junit.xml"), "-o", f"junit_suite_name=nncts-{suite.command}",
-                    "-o", "console_output_style=classic", f"--nncts-progress={suite.command}",
+                    "--junitxml", str(report_dir / "junit.xml"), "-o", f"junit_suite_name=nncts-{spec.command}",
+                    "-o", "console_output_style=classic", f"--nncts-progress={spec.command}",
                     *([] if verbose else ["-q"]), *tb, "--timeout", str(args.timeout), "-W", _IMPORTED_PLUGINS]
     if args.resume:
         pytest_args.append("--nncts-resume")
@@ -115,21 +89,20 @@ def _run_suite(suite: Suite, args, extra, suite_args: list[str] | None = None,
             records.unlink()
         usage_exit(prog, e)
     if records.exists():
-        meta = {"driver": _driver_label(args), "suite": suite.command, "pytest_exit_code": code}
+        meta = {"driver": _driver_label(args), "suite": spec.command, "pytest_exit_code": code}
         if endpoint_tls_options(args):
             meta["driver_tls"] = endpoint_tls_options(args)
         if corpus is not None:
-            meta["corpus"] = corpus + (["cts/specs/built"] if specs else []) or \
-                ["vendored AOSP corpus", "cts/specs/built"]
+            meta["corpus"] = corpus + ([SPECS_LABEL] if specs else []) or [DEFAULT_CORPUS_LABEL, SPECS_LABEL]
         meta.update(suite_meta or {})
-        paths = write_reports(records, report_dir, title=f"{suite.title}: driver {_driver_label(args)}", meta=meta)
+        paths = write_reports(records, report_dir, title=f"{spec.title}: driver {_driver_label(args)}", meta=meta)
         print("report:", ", ".join(str(p) for p in [report_dir / "junit.xml", records, *paths]))
     return code
 
 
-#: Warning filter: the checks before pytest starts import plugin parts (nncts.sharding,
-#: nncts.expectations, ...), which pytest then cannot assertion-rewrite; they need not be.
-_IMPORTED_PLUGINS = "ignore:Module already imported so cannot be rewritten; nncts.:pytest.PytestAssertRewriteWarning"
+#: Warning filter: the checks before pytest starts import plugin parts (harness.sharding,
+#: harness.expectations, ...), which pytest then cannot assertion-rewrite; they need not be.
+_IMPORTED_PLUGINS = "ignore:Module already imported so cannot be rewritten; harness.:pytest.PytestAssertRewriteWarning"
 
 
 def _driver_args(args) -> list[str]:
@@ -161,28 +134,24 @@ def _driver_label(args) -> str:
     return args.driver + (" (out of process)" if getattr(args, "driver_process", False) else "")
 
 
-def _cts(args, extra) -> int:
-    return _run_suite(_suites()["cts"], args, extra)
+def _suite(args, parser) -> int:
+    """``nncts cts`` / ``nncts vts``: the suite of the table named by the command."""
+    return _run_suite(suite(args.command), args, args.extra)
 
 
-def _vts(args, extra) -> int:
-    return _run_suite(_suites()["vts"], args, extra)
-
-
-def _random_graph(args, extra, parser) -> int:
+def _random_graph(args, parser) -> int:
     """``nncts random-graph``: the random-graph suite, failing graphs and their minimized
     reproducers under the report directory's ``graphs/``. An unknown driver, a
-    configuration pattern that matches nothing or fewer than one seed is a usage error
-    (one line, exit 2) before any graph is drawn."""
-    from random_graph.configs import all_configs, select
-    from runtime.drivers import DriverNotFound, load_driver
+    configuration pattern that matches no configuration at any feature level or fewer than
+    one seed is a usage error (one line, exit 2) before any graph is drawn; the driver is
+    loaded once, by the suite (which checks the patterns against the driver's own feature
+    level)."""
     try:
         if args.seeds < 1:
             raise ValueError("--seeds must be at least 1")
         check_driver(args.driver)
-        level = int(load_driver(args.driver).get_feature_level())
-        select(all_configs(level), args.config)
-    except (DriverNotFound, TypeError, ValueError) as e:
+        select(all_configs(), args.config)
+    except ValueError as e:
         usage_exit("nncts random-graph", e)
     dump = str(Path(args.report_dir) / "graphs")
     suite_args = ["--seeds", str(args.seeds), "--first-seed", str(args.first_seed), "--graph-dump", dump]
@@ -190,7 +159,7 @@ def _random_graph(args, extra, parser) -> int:
         suite_args += ["--config", c]
     if args.no_minimize:
         suite_args.append("--no-minimize")
-    return _run_suite(_suites()["random-graph"], args, extra, suite_args,
+    return _run_suite(suite(args.command), args, args.extra, suite_args,
                       {"seeds": args.seeds, "configurations": args.config or ["all"], "reproducers": dump})
 
 
@@ -198,7 +167,6 @@ def _coverage(args, parser) -> int:
     """``nncts coverage``: scan the roots, print the per-operation table, write the files.
     A missing or malformed corpus root, or an unknown --op, is a usage error (exit 2)."""
     from cts.coverage import report, scan
-    from nncts.pytest_plugin import DEFAULT_ROOTS
     roots = args.corpus or [str(r) for r in DEFAULT_ROOTS]
     try:
         operations = [report.operation_named(n) for n in args.op] or None
@@ -243,12 +211,28 @@ def _add_suite_parser(sub, name: str, help_text: str, timeout_help: str, corpus:
 _COMMAND_MODULES = ("nncts.merge", "nncts.reporting", "nncts.certify")
 
 
-def main(argv=None) -> int:
+def _drivers(args, parser) -> int:
+    print("\n".join(available_drivers()))
+    return 0
+
+
+def _specs(args, parser) -> int:
+    from cts.specs.__main__ import main as specs_main
+    return specs_main([args.action] + (["--out", args.out] if args.out else []))
+
+
+def _stress(args, parser) -> int:
+    return run_stress(args.extra, parser)
+
+
+def build_parser() -> OneLineParser:
+    """The ``nncts`` parser: one subparser per command, each with its ``handler(args,
+    parser)``."""
     parser = OneLineParser(prog="nncts", description="NNAPI driver conformance tests")
     sub = parser.add_subparsers(dest="command", required=True)
-    _add_suite_parser(sub, "cts", "run the CTS (golden test models) against a driver; unknown arguments go to "
+    cts = _add_suite_parser(sub, "cts", "run the CTS (golden test models) against a driver; unknown arguments go to "
                                   "pytest", "seconds one test model may take before it counts as a hang (default 300)")
-    _add_suite_parser(sub, "vts", "run the VTS (the driver's HAL directly: every corpus model on every "
+    vts = _add_suite_parser(sub, "vts", "run the VTS (the driver's HAL directly: every corpus model on every "
                                   "execution path, device, memory domain, caching, deadline and validation "
                                   "tests) against a driver; unknown arguments go to pytest",
                       "seconds one test may take before it counts as a hang (default 300)")
@@ -263,7 +247,10 @@ def main(argv=None) -> int:
                     help="configurations (shell patterns, repeatable): single-CONV_2D-*, small-*, "
                          "large-TENSOR_FLOAT32-rank4 (default: all)")
     rg.add_argument("--no-minimize", action="store_true", help="do not minimize failing graphs")
-    sub.add_parser("drivers", help="list the drivers that --driver accepts by name")
+    for p in (cts, vts):
+        p.set_defaults(handler=_suite)
+    rg.set_defaults(handler=_random_graph)
+    sub.add_parser("drivers", help="list the drivers that --driver accepts by name").set_defaults(handler=_drivers)
     cov = sub.add_parser("coverage", help="coverage matrix: which cells of each operation's coverage axes the "
                                           "corpus and our specs cover (table, coverage.json, coverage.html)")
     cov.add_argument("--corpus", action="append", default=[],
@@ -272,38 +259,34 @@ def main(argv=None) -> int:
     cov.add_argument("--out", default="nncts-report", help="where coverage.json/.html go (default: nncts-report)")
     cov.add_argument("--op", action="append", default=[], metavar="NAME",
                      help="only this operation (NNAPI name, repeatable); lists every cell")
+    cov.set_defaults(handler=_coverage)
     specs = sub.add_parser("specs", help="build our own golden specs into corpus-schema files "
                                          "(cts/specs/built), or check the built files are up to date")
     specs.add_argument("action", choices=("build", "check"))
     specs.add_argument("--out", default=None, help="where to build (default: cts/specs/built)")
+    specs.set_defaults(handler=_specs)
     add_mlts_parser(sub)
     for module in _COMMAND_MODULES:
         importlib.import_module(module).add_parsers(sub)
     sub.add_parser("stress", help="MLTS-style crash and hang stress tests, each in its own process with a "
                                   "watchdog (SUCCESS / FAILURE / HANG / CRASH), written to stress.jsonl/.html/"
                                   ".json/.csv under --report-dir DIR (default nncts-report); "
-                                  "'nncts stress --help' for its other options", add_help=False)
+                                  "'nncts stress --help' for its other options",
+                   add_help=False).set_defaults(handler=_stress, passes_arguments=True)
+    return parser
+
+
+def main(argv=None) -> int:
+    """``nncts COMMAND ...``: every command through one dispatch (its parser's ``handler``).
+    Only the pytest suites and ``stress`` take arguments of their own (to pytest, to the
+    stress runner); anything else unrecognized is a usage error (one line, exit 2)."""
+    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["stress"]:
-        return run_stress(argv[1:], parser)
     args, extra = parser.parse_known_args(argv)
-    if extra and args.command not in ("cts", "vts", "random-graph"):  # only the suites pass arguments on
+    if extra and not (args.command in PYTEST_SUITES or getattr(args, "passes_arguments", False)):
         usage_exit(f"nncts {args.command}", f"unrecognized arguments: {' '.join(extra)}")
-    if args.command == "specs":
-        from cts.specs.__main__ import main as specs_main
-        return specs_main([args.action] + (["--out", args.out] if args.out else []))
-    if args.command == "drivers":
-        print("\n".join(available_drivers()))
-        return 0
-    if getattr(args, "handler", None) is not None:
-        return args.handler(args, parser)
-    if args.command == "mlts":
-        return run_mlts(args, parser)
-    if args.command == "coverage":
-        return _coverage(args, parser)
-    if args.command == "random-graph":
-        return _random_graph(args, extra, parser)
-    return _cts(args, extra) if args.command == "cts" else _vts(args, extra)
+    args.extra = extra
+    return args.handler(args, parser)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ def run_mlts(args, parser) -> int:
         parser.exit(2, f"{prog}: error: {e} (pip install 'nncts[mlts]')\n")
     names = [n for group in args.models for n in group.split(",") if n.strip()]
     if args.driver_process:
-        from runtime.remote import PROCESS_PREFIX
+        from runtime.remote.client import PROCESS_PREFIX
         args.driver = PROCESS_PREFIX + args.driver
     settings = run.QUICK if args.quick else run.STANDARD
     if args.model_timeout is not None:
@@ -114,7 +114,7 @@ def run_stress(argv: list[str], parser) -> int:
     code = int(stress_main(rest, prog=prog) or 0)
     if records is not None and records.exists():
         from mlts import report, run
-        from reports.records import read_records
+        from harness.records import read_records
         recs = read_records(records, outcomes=False)
         drivers = sorted({r.get("driver", "?") for r in recs})
         doc = {"title": f"nncts stress: driver {', '.join(drivers)}", "complete": True,
@@ -152,4 +152,5 @@ def add_mlts_parser(sub):
     msub = p.add_subparsers(dest="mlts_command", required=False)
     imp = msub.add_parser("import", help="print how each operator of a .tflite file maps to NNAPI")
     imp.add_argument("model", metavar="MODEL.tflite")
+    p.set_defaults(handler=run_mlts)
     return p

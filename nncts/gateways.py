@@ -1,6 +1,6 @@
 """Running the suites on pytest-xdist's remote execnet gateways (``--tx socket=HOST:PORT``,
-``--tx ssh=HOST``): pytest plugin part of :mod:`nncts.pytest_plugin` (through
-:mod:`nncts.sharding`).
+``--tx ssh=HOST``): pytest plugin part of :mod:`harness.plugin` (through
+:mod:`harness.sharding`).
 
 pytest-xdist sends a remote worker the controller's command line, with every argument that
 names an existing local file rewritten relative to the directories it rsyncs (pytest's own;

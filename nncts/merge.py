@@ -1,5 +1,5 @@
 """``nncts merge SHARD_DIR... --out DIR [--title T]``: one run from the report directories of
-its shards (``nncts cts --shard I/N --report-dir D``, see :mod:`nncts.sharding`).
+its shards (``nncts cts --shard I/N --report-dir D``, see :mod:`harness.sharding`).
 
 The merged directory gets ``outcomes.jsonl`` (every test once), ``junit.xml`` (built from
 those records: :mod:`reports.junit`), ``summary.json`` and ``index.html``
@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from nncts.sharding import SHARD_FILE
+from harness.sharding import SHARD_FILE
 
 RECORDS = "outcomes.jsonl"
 
@@ -45,10 +45,10 @@ class Shard:
 
 
 def read_outcomes(path: Path) -> list[dict]:
-    """The records of an outcomes.jsonl (:func:`reports.records.read_records`, strict), the
+    """The records of an outcomes.jsonl (:func:`harness.records.read_records`, strict), the
     last one per test id (a resumed run may record a test again). ValueError naming the file
     and line for a line that is not an outcome record (a truncated last line is dropped)."""
-    from reports.records import read_records
+    from harness.records import read_records
     by_id: dict[str, dict] = {}
     for record in read_records(path, strict=True):
         by_id.pop(record["id"], None)
@@ -59,8 +59,8 @@ def read_outcomes(path: Path) -> list[dict]:
 def load_shard(path) -> Shard:
     """Load a shard's report directory. ValueError (one line, naming it) when it is missing,
     lacks outcomes.jsonl or shard.json, or either is malformed."""
-    from nncts.sharding import parse_shard
-    from reports.records import read_json
+    from harness.sharding import parse_shard
+    from harness.records import read_json
     path = Path(path)
     if not path.is_dir():
         raise ValueError(f"{path}: no such directory")

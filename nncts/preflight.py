@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from runtime.tools.argparsing import OneLineParser  # noqa: F401 (the nncts CLI imports it from here)
+from runtime.argparsing import OneLineParser  # noqa: F401 (the nncts CLI imports it from here)
 
 
 def one_line(text: str) -> str:
@@ -109,14 +109,14 @@ def _checked_options() -> argparse.ArgumentParser:
 
 def check_pytest_options(extra: list[str]) -> None:
     """The suite options among the arguments passed on to pytest, checked with the functions
-    their plugins use: ``--shard I/N`` (:func:`nncts.sharding.parse_shard`), ``--mode``
-    (:func:`cts.modes.parse_modes`), ``--baseline FILE``
-    (:func:`nncts.expectations.load_baseline`), ``--profile`` (:func:`nncts.requirements.load_profile`).
+    their plugins use: ``--shard I/N`` (:func:`harness.sharding.parse_shard`), ``--mode``
+    (:func:`harness.modes.parse_modes`), ``--baseline FILE``
+    (:func:`harness.expectations.load_baseline`), ``--profile`` (:func:`harness.requirements.load_profile`).
     Raises ValueError."""
-    from cts.modes import parse_modes
-    from nncts.expectations import load_baseline
-    from nncts.requirements import load_profile
-    from nncts.sharding import parse_shard
+    from harness.modes import parse_modes
+    from harness.expectations import load_baseline
+    from harness.requirements import load_profile
+    from harness.sharding import parse_shard
     try:
         ns, _ = _checked_options().parse_known_args(extra)
     except argparse.ArgumentError as e:

@@ -1,7 +1,7 @@
 """Calibrate the quantized mean-error bound (``runtime.testing.criteria.QUANT_MEAN_ERROR_BOUND``)
 from measurement (issue 10).
 
-For each configuration and seed, the graph (:func:`random_graph.generator.generate`) runs
+For each configuration and seed, the graph (:func:`harness.graphs.generate`) runs
 through the front end on each driver alone and, for graphs of more than one operation,
 partitioned across the driver and the sample variants (as :mod:`random_graph.run`). For
 every quantized output (8- and 16-bit quantized types) with at least
@@ -75,13 +75,8 @@ def family(config_name: str) -> str:
 # --- the comparison driver --------------------------------------------------------------------
 
 def one_high_device():
-    """The HAL device whose quantized CONV_2D outputs are one quantum high:
-    ``tests.broken_drivers.QuantConvOneHigh`` when importable, else the same patch here."""
-    try:
-        from tests.broken_drivers import QuantConvOneHigh
-        return QuantConvOneHigh()
-    except ImportError:
-        pass
+    """The HAL device whose quantized CONV_2D outputs are one quantum high (the fault the
+    calibration measures the criteria against)."""
     from runtime import ops
     from runtime.drivers.sample import SampleDevice
     from runtime.executor import execute
@@ -110,7 +105,7 @@ _STATE: dict = {}
 
 
 def _init_worker(drivers: list[str]) -> None:
-    from random_graph.configs import all_configs
+    from harness.graph_configs import all_configs
     from random_graph.run import variant_devices
     from runtime.nnapi import Device, get_devices
     _STATE["configs"] = all_configs()
@@ -122,7 +117,7 @@ def _init_worker(drivers: list[str]) -> None:
 def _outputs(tm, devices):
     """Run ``tm`` compiled for ``devices`` (the runtime partitions across several):
     ``("ok", outputs, dims)``, ``("skipped", reason)`` or ``("failed", message)``."""
-    from cts.harness import Failure, execute_compilation
+    from harness.runner import Failure, execute_compilation
     from runtime.errors import NnapiError
     from runtime.nnapi import Compilation, get_supported_operations_for_devices
     from runtime.testing.frontend import build_model
@@ -166,8 +161,8 @@ def _mean_errors(tm, outputs, dims) -> list[dict]:
 def measure(task: tuple[str, int, bool]) -> dict:
     """Graph (configuration, seed) on every driver (alone and partitioned) and, when
     ``one_high``, on the one-quantum-high CONV_2D driver: a record of what was measured."""
-    from random_graph.configs import criteria_for
-    from random_graph.generator import GenerationError, generate
+    from harness.graph_configs import criteria_for
+    from harness.graphs import GenerationError, generate
     name, seed, one_high = task
     config = _STATE["configs"][name]
     record = {"config": name, "family": family(name), "seed": seed, "runs": []}
@@ -321,7 +316,7 @@ def main(argv=None) -> int:
     ap.add_argument("--records", metavar="FILE", help="also write every record as JSON lines")
     args = ap.parse_args(argv)
 
-    from random_graph.configs import all_configs, select
+    from harness.graph_configs import all_configs, select
     import fnmatch
     configs = all_configs()
     try:
@@ -329,7 +324,7 @@ def main(argv=None) -> int:
     except ValueError as e:
         ap.error(str(e))
     drivers = [d.strip() for d in args.drivers.split(",") if d.strip()]
-    from runtime.drivers import DriverNotFound, load_driver
+    from runtime.loader import DriverNotFound, load_driver
     for d in drivers:
         try:
             load_driver(d)

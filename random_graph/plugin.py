@@ -2,14 +2,21 @@
 ``--config`` and ``--graph-dump``; one test item per (configuration, seed), id
 ``RANDOM_GRAPH/<config>/<seed>``; single-operation items are marked with their operation
 and feature level. The configurations are those of the driver's feature level
-(:func:`random_graph.configs.all_configs`). Each item records its operations and, when it
+(:func:`harness.graph_configs.all_configs`). Each item records its operations and, when it
 fails, its reproducers (``("reproducers", {...})``) in the outcome records. Shared options
-(``--driver``), the device fixture and the records come from :mod:`nncts.pytest_plugin`."""
+(``--driver``), the device fixture and the records come from :mod:`harness.plugin`."""
 from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["nncts.pytest_plugin"]
+from harness.driver import driver_identity
+from harness.graph_configs import all_configs, select
+from harness.suites import suite
+from runtime import ops
+
+pytest_plugins = ["harness.plugin"]
+#: The ``suite`` of this suite's records.
+SUITE = suite("random-graph").record_name
 
 #: Seeds per configuration when --seeds is not given (CI); AOSP runs 50.
 DEFAULT_SEEDS = 2
@@ -29,24 +36,14 @@ def pytest_addoption(parser):
     g.addoption("--no-minimize", action="store_true", help="write failing graphs without minimizing them")
 
 
-def _driver_feature_level(config) -> int:
-    from nncts.pytest_plugin import driver_spec
-    from runtime.drivers import DriverNotFound, load_driver
-    try:
-        return int(load_driver(driver_spec(config)).get_feature_level())
-    except (DriverNotFound, TypeError) as e:
-        raise pytest.UsageError(f"--driver: {e}") from None
-
-
 def pytest_generate_tests(metafunc):
     if "random_graph_case" not in metafunc.fixturenames:
         return
-    from random_graph.configs import all_configs, select
     config = metafunc.config
     if config.getoption("seeds") < 1:
         raise pytest.UsageError("--seeds: must be at least 1")
     try:
-        chosen = select(all_configs(_driver_feature_level(config)), config.getoption("config"))
+        chosen = select(all_configs(driver_identity(config)[1]), config.getoption("config"))
     except ValueError as e:
         raise pytest.UsageError(f"--config: {e}") from None
     first = config.getoption("first_seed")
@@ -54,7 +51,6 @@ def pytest_generate_tests(metafunc):
     for c in chosen:
         marks = []
         if c.only and len(c.only) == 1:
-            from runtime import ops
             marks = [getattr(pytest.mark, c.only[0].name),
                      getattr(pytest.mark, f"fl{ops.REGISTRY[c.only[0]].signatures[c.signature].feature_level}")]
         for seed in range(first, first + config.getoption("seeds")):
@@ -64,24 +60,27 @@ def pytest_generate_tests(metafunc):
 
 def config_operand_types(c) -> list[str]:
     """Operand type names of configuration ``c``'s graphs (the type of each operation's
-    input 0, as :func:`reports.matrix.model_operand_types` names them): its ``types``, or
+    input 0, as :func:`harness.records.model_operand_types` names them): its ``types``, or
     for a single-operation configuration its signature's input 0."""
     if c.types:
         return [t.name for t in c.types]
     if c.only and len(c.only) == 1 and c.signature is not None:
-        from runtime import ops
         inputs = ops.REGISTRY[c.only[0]].signatures[c.signature].inputs
         return [inputs[0].type.name] if inputs else []
     return []
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item):
-    """Tag the item's reports with its configuration's operand types (the outcome records'
-    ``operand_types``; the test adds operations, mode and suite)."""
+def pytest_nncts_record_fields(item):
+    """A random-graph item's record: suite, mode (``single`` or ``graph``) and its
+    configuration's operand types; the test adds the operations and feature level of the
+    graph it draws, and its reproducers when it fails."""
     spec = getattr(item, "callspec", None)
     case = spec.params.get("random_graph_case") if spec is not None else None
-    if case is not None:
-        types = config_operand_types(case[0])
-        if types:
-            item.user_properties.append(("operand_types", types))
+    if case is None:
+        return None
+    config = case[0]
+    fields = {"suite": SUITE, "mode": "graph" if config.operations > 1 else "single"}
+    types = config_operand_types(config)
+    if types:
+        fields["operand_types"] = types
+    return fields

@@ -3,7 +3,7 @@
 
 The graph (a test model whose outputs hold the reference executor's values, judged with the
 aggregate criteria its ``criteria`` names) runs through the front end on the driver alone
-(:func:`cts.harness.run_test_model`: an operation the driver does not support is a skip),
+(:func:`harness.runner.run_test_model`: an operation the driver does not support is a skip),
 then, for graphs of more than one operation, partitioned by the runtime across the driver
 and the sample variants (``sample-float-fast``, ``sample-float-slow``, ``sample-quant``,
 ``sample-minimal``).
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cts.harness import Failure, Outcome, execute_compilation, run_test_model
+from harness.runner import Failure, Outcome, execute_compilation, run_test_model
 from runtime.errors import NnapiError
 from runtime.nnapi import Compilation, Device, get_devices, get_supported_operations_for_devices
 from runtime.testing.criteria import judge
@@ -33,7 +33,7 @@ def variant_devices() -> list[Device]:
 
 @dataclass
 class GraphOutcome(Outcome):
-    """An :class:`~cts.harness.Outcome` with the failure's kind (:func:`failure_kind`) and
+    """An :class:`~harness.runner.Outcome` with the failure's kind (:func:`failure_kind`) and
     where it happened (``"driver"`` or ``"partitioned"``)."""
 
     kind: str = ""

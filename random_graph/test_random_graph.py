@@ -4,8 +4,9 @@ aggregate criteria (plus nncts's quantized mean-error bound), and on failure wri
 and its minimized reproducer (:mod:`random_graph.minimize`) for ``pytest cts/ --corpus``."""
 import pytest
 
-from random_graph.configs import criteria_for
-from random_graph.generator import GenerationError, generate
+from harness.graph_configs import criteria_for
+from harness.graphs import GenerationError, generate
+from harness.plugin import add_record_fields
 from random_graph.minimize import minimize, size_of
 from random_graph.reproducer import write_reproducer
 from random_graph.run import run_graph
@@ -13,17 +14,15 @@ from random_graph.run import run_graph
 
 def test_random_graph(random_graph_case, nncts_device, request):
     config, seed = random_graph_case
-    props = request.node.user_properties
-    props += [("suite", "random_graph"), ("mode", "graph" if config.operations > 1 else "single")]
     try:
         tm = generate(config, seed, criteria_for(config).name)
     except GenerationError as e:
-        props.append(("operations", list(config.only and [o.name for o in config.only] or [])))
+        add_record_fields(request.node, operations=list(config.only and [o.name for o in config.only] or []))
         pytest.fail(f"generator: {e}", pytrace=False)
-    props += [("operations", [t.name for t in tm.operation_types]), ("feature_level", tm.feature_level)]
+    add_record_fields(request.node, operations=[t.name for t in tm.operation_types], feature_level=tm.feature_level)
     outcome = run_graph(tm, nncts_device)
     if outcome.status == "skipped":
-        props.append(("skip_kind", outcome.skip_kind))
+        add_record_fields(request.node, skip_kind=outcome.skip_kind)
         pytest.skip(outcome.message)
     if outcome.status == "passed":
         return
@@ -35,7 +34,7 @@ def test_random_graph(random_graph_case, nncts_device, request):
 
         small = minimize(tm, still_fails)
         found.update(minimized=str(write_reproducer(small, dump, "-minimized")), minimized_size=size_of(small))
-    props.append(("reproducers", found))
+    add_record_fields(request.node, reproducers=found)
     where = "; ".join(f"{k}: {v}" for k, v in found.items())
     pytest.fail(f"{request.node.callspec.id}: {outcome.message}\n{where}\nreplay: pytest cts/ --corpus {dump} "
                 f"--driver {request.config.getoption('driver')}", pytrace=False)

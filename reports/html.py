@@ -6,19 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import jinja2
+from harness.records import read_records
 
-from .records import read_records
+from .run import SuiteDir, build, render_html
 
-_ENV = jinja2.Environment(loader=jinja2.PackageLoader("reports", "templates"),
-                          autoescape=jinja2.select_autoescape(["html", "j2"]))
 #: summary.json's keys (the report document's subset people rely on).
 SUMMARY_KEYS = ("title", "generated", "meta", "totals", "per_operation", "per_mode", "per_source", "per_suite")
-
-
-def template() -> jinja2.Template:
-    """The report page's template."""
-    return _ENV.get_template("report.html.j2")
 
 
 def write_reports(records_path: str | Path, out_dir: str | Path, title: str,
@@ -27,7 +20,6 @@ def write_reports(records_path: str | Path, out_dir: str | Path, title: str,
     suite) and ``index.html`` (the run report of this directory: summary per suite, matrix,
     failures with replay commands, timing charts) for the records in ``records_path``;
     returns their paths. The replay commands use ``meta``'s driver and corpus."""
-    from .run import SuiteDir, build, render_html
     records = [dict(r, suite=r.get("suite", "cts")) for r in read_records(records_path)]
     out_dir = Path(out_dir)
     doc = build([SuiteDir(Path(records_path).parent, records, dict(meta or {}))], title, meta)

@@ -12,39 +12,19 @@ from __future__ import annotations
 
 import collections
 
+from harness.records import names_order
+
 #: Record outcomes by matrix state (a known failure is still a failure of the driver; a
 #: flaky test and an unexpected pass did pass).
 PASS_OUTCOMES = frozenset({"passed", "flaky", "unexpected_pass"})
 FAIL_OUTCOMES = frozenset({"failed", "known_failure"})
-#: Skip kinds meaning the driver declines the test (nncts.requirements.DECLINE_KINDS and the
+#: Skip kinds meaning the driver declines the test (harness.requirements.DECLINE_KINDS and the
 #: profile's not_applicable); any other skip (a gap of the reference table) is "not run".
 UNSUPPORTED_KINDS = frozenset({"unsupported_by_driver", "not_applicable", "feature_level", "driver_rejects_model",
                                "driver_cannot_prepare", "driver_feature"})
 #: Cell states, most telling first: a cell shows the first of its records' states.
 STATES = ("fail", "pass", "unsupported", "not run")
 UNKNOWN_TYPE = "(type unknown)"
-_SIGNED = {"TENSOR_QUANT8_ASYMM": "TENSOR_QUANT8_ASYMM_SIGNED"}
-
-
-def model_operand_types(tm, coupling: bool = False) -> list[str]:
-    """Names of the distinct types of each operation's input 0 in test model ``tm`` (main
-    and referenced subgraphs), in NNAPI code order; with ``coupling`` (the CTS mode that
-    turns TENSOR_QUANT8_ASYMM into TENSOR_QUANT8_ASYMM_SIGNED) as the driver sees them."""
-    types = {sg.operands[op.inputs[0]].type for sg in [tm.main, *tm.referenced]
-             for op in sg.operations if op.inputs}
-    names = [t.name for t in sorted(types)]
-    if coupling:
-        names = sorted({_SIGNED.get(n, n) for n in names}, key=names_order)
-    return names
-
-
-def names_order(name: str) -> tuple[int, str]:
-    """Sort key of an operand type name: NNAPI code order, unknown names last."""
-    from runtime.types import OperandType
-    try:
-        return int(OperandType[name]), name
-    except KeyError:
-        return 1 << 30, name
 
 
 def record_state(record: dict) -> str:

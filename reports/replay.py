@@ -6,14 +6,9 @@ test, where ``-k '<record id>'`` would also select every id it is a substring of
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 
-#: The project root: node ids are relative to it (pytest's rootdir, where conftest.py loads
-#: every suite's plugin).
-ROOT = Path(__file__).resolve().parents[1]
-#: ``meta["corpus"]`` of a run over the default roots (nncts.cli), and the built specs.
-DEFAULT_CORPUS_LABEL = "vendored AOSP corpus"
-SPECS_LABEL = "cts/specs/built"
+from harness.locations import DEFAULT_CORPUS_LABEL, ROOT, SPECS_LABEL
+from harness.suites import suite
 
 
 def driver_options(label: str | None, tls: dict[str, str] | None = None) -> list[str]:
@@ -42,16 +37,14 @@ def corpus_options(corpus: list[str] | None) -> list[str]:
 
 
 def suite_options(record: dict) -> list[str]:
-    """The options under which the record's test exists: CTS ``--mode``; a random graph's
-    ``--config NAME --first-seed SEED --seeds 1`` (from its id
-    ``RANDOM_GRAPH/<config>/<seed>``)."""
-    suite = record.get("suite", "cts")
-    if suite == "cts":
-        return ["--mode", record.get("mode") or "sync"]
-    if suite == "random_graph":
-        _, config, seed = record["id"].split("/")
-        return ["--config", config, "--first-seed", seed, "--seeds", "1"]
-    return []
+    """The options under which the record's test exists (the suite table's
+    ``replay_options``: CTS ``--mode``; a random graph's ``--config NAME --first-seed SEED
+    --seeds 1``); none for a suite the table does not know."""
+    try:
+        spec = suite(record.get("suite", "cts"))
+    except ValueError:
+        return []
+    return spec.replay_options(record)
 
 
 def node_path(nodeid: str) -> str:

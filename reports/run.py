@@ -16,13 +16,20 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import jinja2
+
+from harness.records import EXPECTATION_OUTCOMES, per_mode, per_operation, per_source, read_json, read_records, totals
+
 from . import charts, junit, matrix
-from .records import EXPECTATION_OUTCOMES, per_mode, per_operation, per_source, read_json, read_records, totals
+from .mlts import model_status
 from .replay import replay_command
 
 RECORDS, SUMMARY, MLTS, RESULTS = "outcomes.jsonl", "summary.json", "mlts.json", "results"
 #: Outcomes that fail a run (listed with their replay command).
 FAILING = ("failed", "unexpected_pass")
+
+_ENV = jinja2.Environment(loader=jinja2.PackageLoader("reports", "templates"),
+                          autoescape=jinja2.select_autoescape(["html", "j2"]))
 
 
 @dataclass
@@ -63,7 +70,7 @@ def suite_dirs(paths) -> list[Path]:
 def load_dir(path: Path, meta: dict | None = None) -> SuiteDir:
     """Load one suite directory; ``meta`` overrides its summary.json's. ValueError (one
     line, naming the file) for an outcomes.jsonl line that is not an outcome record (strict
-    :func:`reports.records.read_records`: a directory may come from elsewhere, in a bundle),
+    :func:`harness.records.read_records`: a directory may come from elsewhere, in a bundle),
     an unreadable summary.json or mlts.json, or a summary ``meta`` that is not an object."""
     sd = SuiteDir(Path(path))
     if (sd.path / RECORDS).is_file():
@@ -113,7 +120,6 @@ def _listed(dirs: list[SuiteDir], outcomes) -> list[dict]:
 
 
 def _mlts_rows(dirs: list[SuiteDir]) -> list[dict]:
-    from mlts.report import model_status
     rows = []
     for d in dirs:
         if d.mlts is None:
@@ -143,10 +149,14 @@ def build(dirs: list[SuiteDir], title: str, meta: dict | None = None) -> dict:
                        "message": r.get("message", "")} for r in records if r["outcome"] == "skipped"]}
 
 
+def template() -> jinja2.Template:
+    """The report page's template (``templates/report.html.j2``)."""
+    return _ENV.get_template("report.html.j2")
+
+
 def render_html(doc: dict, records) -> str:
     """The page of report document ``doc`` (template ``report.html.j2``), with ``records``'
     timing charts inline."""
-    from .html import template
     return template().render(doc=doc, totals=collections.Counter(doc["totals"]),
                              charts=charts.timing_charts(records))
 

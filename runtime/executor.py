@@ -30,7 +30,7 @@ import numpy as np
 
 from . import ops
 from .errors import HalError, OperationError
-from .extensions import is_extension_type, type_name
+from .extension_types import is_extension_type, type_name
 from .hal.types import Model, OutputShape, Request, Subgraph, SymmPerChannelQuantParams
 from .hal.validate import (_OPERAND_TYPES, MAX_OPERAND_BYTES, MAX_RANK, constant_value,
                            merged_dimensions, operand_byte_size)

@@ -237,7 +237,7 @@ class TrustsReferencedSubgraphs(SampleDevice):
     EXTENSION = "nncts.test.trusted_subgraph"
 
     def _trusted(self, model):
-        from runtime.extensions import make_extension_type
+        from runtime.extension_types import make_extension_type
         from runtime.hal.types import ExtensionNameAndPrefix, Model
         prefix = 1 + max((int(e.prefix) for e in model.extension_name_to_prefix), default=0)
         trusted = Model(model.main, [self._stand_in(sg, make_extension_type(prefix, 0))

@@ -5,7 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from reports.records import read_records
+from harness.records import read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 from random_graph import calibrate
-from random_graph.configs import all_configs
+from harness.graph_configs import all_configs
 from runtime.nnapi import Device
 
 

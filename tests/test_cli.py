@@ -1,5 +1,5 @@
 """The ``nncts`` command line: every bad argument is one line on stderr and exit code 2
-before any test starts; the suites print progress lines with an ETA (nncts.progress)."""
+before any test starts; the suites print progress lines with an ETA (harness.progress)."""
 from __future__ import annotations
 
 import gzip
@@ -13,8 +13,8 @@ import time
 import pytest
 
 from nncts.preflight import OneLineUsageErrors, PytestUsageError
-from nncts.progress import Progress, outcome_of
-from reports.records import read_records
+from harness.progress import Progress, outcome_of
+from harness.records import read_records
 from tests.cts_run import ROOT, run_cts
 
 CORPUS = ROOT / "cts" / "corpus"
@@ -129,7 +129,7 @@ class _Report:
     def __init__(self, when, outcome, **extra):
         self.when, self.outcome = when, outcome
         self.passed, self.failed, self.skipped = outcome == "passed", outcome == "failed", outcome == "skipped"
-        self.user_properties = []
+        self.nncts = None
         self.__dict__.update(extra)
 
 
@@ -142,7 +142,7 @@ def test_outcome_of_counts_each_test_once():
     assert outcome_of(_Report("call", "rerun")) is None
     assert outcome_of(_Report("call", "passed", rerun=1)) == "flaky"
     assert outcome_of(_Report("call", "skipped", wasxfail="")) == "known failures"
-    unexpected = _Report("call", "failed", user_properties=[("expectation", "unexpected_pass")])
+    unexpected = _Report("call", "failed", nncts={"expectation": "unexpected_pass"})
     assert outcome_of(unexpected) == "unexpected passes"
 
 

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from runtime.drivers import DriverNotFound, load_driver
+from runtime.loader import DriverNotFound, load_driver
 from runtime.testing.test_model import iter_corpus
 from tests.cts_run import ROOT, run_cts
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from cts.coverage import report, scan
-from nncts.pytest_plugin import DEFAULT_CORPUS, DEFAULT_ROOTS
+from harness.locations import CORPUS as DEFAULT_CORPUS, DEFAULT_ROOTS
 from runtime.testing.corpus_writer import model_json, write_document
 from runtime.testing import test_model as tm
 from runtime.types import OperandLifeTime as L, OperandType as T, OperationType as O

@@ -155,12 +155,12 @@ def test_relu6_fused_as_relu_passes_the_corpus_and_fails_our_specs(tmp_path):
 
 
 def test_a_driver_that_never_writes_outputs_fails(tmp_path):
-    """Output buffers and memories hold cts.binding.POISON before each execution: a driver
+    """Output buffers and memories hold harness.binding.POISON before each execution: a driver
     that reports success without writing its outputs fails every model it accepts whose
     outputs hold at least one judged element, in user-buffer and memory modes alike (before
     the poison it passed every model whose expected bytes are all zero)."""
     from runtime.testing.test_model import iter_corpus
-    from nncts.pytest_plugin import DEFAULT_ROOTS
+    from harness.locations import DEFAULT_ROOTS
     code, records, out = run_cts(tmp_path, "--driver", "tests.broken_drivers:NeverWritesOutputs",
                                  "--mode", "sync,memory", *SELECTION)
     models = {tm.test_id: tm for tm in iter_corpus(DEFAULT_ROOTS) if tm.test_id.startswith(("V1_0/", "V1_1/"))}
@@ -230,9 +230,9 @@ def test_poison_is_far_from_every_expected_integral_value():
 
     import numpy as np
 
-    from cts.binding import POISON, poison_for
+    from harness.binding import POISON, poison_for
     from runtime.testing.test_model import iter_corpus
-    from nncts.pytest_plugin import DEFAULT_CORPUS
+    from harness.locations import CORPUS as DEFAULT_CORPUS
     from runtime.types import OperandType as T
     tm = next(iter_corpus([DEFAULT_CORPUS / "V1_0"]))
 

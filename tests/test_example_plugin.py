@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reports.records import read_records
-from runtime.drivers import available_drivers, load_driver
+from harness.records import read_records
+from runtime.loader import available_drivers, load_driver
 from runtime.errors import HalError
 from runtime.testing.hal_convert import to_hal_model
 from runtime.testing.test_model import iter_corpus

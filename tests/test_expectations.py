@@ -1,5 +1,5 @@
 """Baselines (known failures, unexpected passes), flake retries and required vs optional
-tests (nncts.expectations, nncts.requirements): small CTS selections in a subprocess against
+tests (harness.expectations, harness.requirements): small CTS selections in a subprocess against
 planted-fault and partial drivers, a tiny flaky test file, and the file checks. Expected
 outcomes come from the planted faults (tests/broken_drivers.py), the drivers' declared
 operations and NNAPI's feature levels, never from the code under test."""
@@ -13,9 +13,9 @@ from types import SimpleNamespace
 import pytest
 from _pytest.reports import TestReport
 
-from nncts.expectations import Baseline, KnownFailure, apply_baseline, load_baseline
-from nncts.requirements import load_profile
-from reports.records import format_summary, read_records, totals
+from harness.expectations import Baseline, KnownFailure, apply_baseline, load_baseline
+from harness.requirements import load_profile
+from harness.records import format_summary, read_records, totals
 from runtime.drivers.sample import SampleDevice
 from tests.cts_run import ROOT, run_cts
 
@@ -91,7 +91,7 @@ def test_a_driver_crash_is_no_known_failure_unless_the_entry_says_incident():
         item = SimpleNamespace(nodeid="cts/test_generated.py::test_generated[V1_0/add/add]",
                                config=SimpleNamespace(_nncts_baseline=baseline))
         report = TestReport(item.nodeid, ("x", 0, "x"), {}, "failed", "DEAD_OBJECT", "call",
-                            user_properties=[("operations", ["ADD"]), ("driver_incident", "crash")])
+                            nncts={"operations": ["ADD"], "driver_incident": "crash"})
         apply_baseline(item, report, "V1_0/add/add")
         return report.outcome
     assert judged(False) == "failed"
@@ -150,18 +150,20 @@ def test_a_malformed_baseline_stops_the_run_before_any_test(tmp_path):
 FLAKY_TEST = """
 import pathlib
 
+from harness.plugin import add_record_fields
+
 COUNTER = pathlib.Path(__file__).with_name("attempts.txt")
 
 
 def test_flaky(request):
-    request.node.user_properties.append(("operations", ["ADD"]))
+    add_record_fields(request.node, operations=["ADD"])
     n = int(COUNTER.read_text()) + 1 if COUNTER.exists() else 1
     COUNTER.write_text(str(n))
     assert n > 1, "fails on the first attempt only"
 
 
 def test_always_fails(request):
-    request.node.user_properties.append(("operations", ["ADD"]))
+    add_record_fields(request.node, operations=["ADD"])
     assert False, "broken"
 """
 
@@ -169,7 +171,7 @@ def test_always_fails(request):
 def run_flaky(tmp_path, *args: str) -> tuple[int, list[dict], str]:
     write(tmp_path / "test_flaky.py", FLAKY_TEST)
     proc = subprocess.run([sys.executable, "-m", "pytest", "test_flaky.py", "-q", "-p", "no:cacheprovider",
-                           "-p", "nncts.pytest_plugin", "--nncts-report", "report", *args],
+                           "-p", "harness.plugin", "--nncts-report", "report", *args],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     return proc.returncode, read_records(tmp_path / "report" / "outcomes.jsonl"), proc.stdout + proc.stderr
 

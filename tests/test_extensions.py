@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from runtime.errors import HalError, NnapiError
-from runtime.extensions import (ExtensionTypeCode, extension_prefix, is_extension_type,
+from runtime.extension_types import (ExtensionTypeCode, extension_prefix, is_extension_type,
                                 make_extension_type, type_name, type_within_extension)
-from runtime.extensions.fibonacci import (EXAMPLE_FIBONACCI, EXAMPLE_INT64,
+from runtime.drivers.fibonacci import (EXAMPLE_FIBONACCI, EXAMPLE_INT64,
                                           EXAMPLE_TENSOR_QUANT64_ASYMM, EXTENSION_NAME,
                                           FibonacciDevice, quant64_params)
 from runtime.drivers.sample import SampleDevice

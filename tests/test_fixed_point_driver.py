@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cts.harness import run_test_model
-from runtime.drivers import load_driver
+from harness.runner import run_test_model
+from runtime.loader import load_driver
 from runtime.drivers.fixed_point import (FIXED_POINT_OPERATIONS, SampleFixedPoint, accumulators,
                                          fixed_point_table, multiply_by_quantized_multiplier,
                                          quantize_multiplier, rounding_divide_by_pot,
@@ -248,8 +248,8 @@ def test_double_rounding_bias_reaches_a_quarter_quantum_with_shift_one():
 
 def test_passes_single_operation_random_graphs_of_its_operations():
     from random_graph.calibrate import default_patterns
-    from random_graph.configs import all_configs, criteria_for
-    from random_graph.generator import GenerationError, generate
+    from harness.graph_configs import all_configs, criteria_for
+    from harness.graphs import GenerationError, generate
     from random_graph.run import run_graph
     configs = all_configs()
     device = Device(SampleFixedPoint())

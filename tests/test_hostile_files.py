@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from fuzz.findings import read_finding_input
-from nncts.expectations import load_baseline
+from harness.expectations import load_baseline
 from nncts.merge import load_shard
-from nncts.requirements import load_profile
-from reports.records import read_json, read_records
+from harness.requirements import load_profile
+from harness.records import read_json, read_records
 from runtime.files import (MAX_DOCUMENT_BYTES, MAX_ITEMS, FileFormatError, FileLimitError, iter_json_lines,
                            load_json, load_toml)
 from runtime.testing.test_model import CorpusError, load_spec

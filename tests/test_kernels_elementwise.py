@@ -4,7 +4,7 @@ from an independent numpy formula named where used."""
 import numpy as np
 import pytest
 
-from runtime.errors import NnapiError, OperationError
+from runtime.errors import HalError, NnapiError, OperationError
 from runtime.ops import OperandView
 from runtime.types import FuseCode, OperandType as T, OperationType as Op
 from tests.util import act, const, f16, f32, inp, level, out, run_direct, run_op, view
@@ -358,8 +358,10 @@ def test_tanh_quant8_signed():
 
 
 def test_tanh_quant8_signed_output_zero_point_must_be_0():
-    with pytest.raises(OperationError, match="scale 1/128 and zeroPoint 0"):
-        run_direct(Op.TANH, [view(Q8S, np.int8([0]), 0.5, 0)], [OperandView(Q8S, (1,), 1 / 128, 128)])
+    # NNAPI types.spec TANH: a TENSOR_QUANT8_ASYMM_SIGNED output has scale 1/128, zeroPoint 0
+    # (the row's Arg.fixed_quant, checked by model validation)
+    with pytest.raises(HalError, match="scale 1/128 and zeroPoint 0"):
+        level(Op.TANH, [OperandView(Q8S, (1,), 0.5, 0)], [OperandView(Q8S, (1,), 1 / 128, 128)])
 
 
 # --- FL4 quant8-signed comparisons, SELECT, MAXIMUM, PRELU; QUANTIZE, CAST, ABS ---------------

@@ -484,7 +484,7 @@ def test_copy_with_desc_memories():
 # -- end to end -----------------------------------------------------------------------------
 
 def _corpus_add():
-    from cts.harness import build_model
+    from harness.runner import build_model
     from runtime.testing.test_model import load_spec
     tm = load_spec(CORPUS / "V1_0" / "add.json.gz")[0]
     assert tm.name == "add"

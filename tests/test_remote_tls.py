@@ -15,9 +15,9 @@ import sys
 import grpc
 import pytest
 
-import runtime.remote
-from nncts.pytest_plugin import DEFAULT_ROOTS
-from runtime.drivers import load_driver
+import runtime.remote.client
+from harness.locations import DEFAULT_ROOTS
+from runtime.loader import load_driver
 from runtime.errors import HalError
 from runtime.remote import hal_pb2_grpc
 from runtime.remote.access import address_host, is_loopback
@@ -197,7 +197,7 @@ def test_message_over_the_limit_is_refused_and_the_host_answers(certs, monkeypat
     server, port = serve(DeviceServicer(load_driver("sample")), "127.0.0.1:0", tls=certs["server"],
                          max_message_bytes=1 << 20)
     try:
-        monkeypatch.setattr(runtime.remote, "ENDPOINT_TLS", certs["client"])
+        monkeypatch.setattr(runtime.remote.client, "ENDPOINT_TLS", certs["client"])
         device = load_driver(f"endpoint:127.0.0.1:{port}")
         add = next(tm for tm in iter_corpus(DEFAULT_ROOTS) if "V1_0/add" in tm.test_id)
         small, big = to_hal_model(add), to_hal_model(add)

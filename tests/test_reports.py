@@ -7,7 +7,7 @@ import json
 import re
 
 from reports.html import write_reports
-from reports.records import RecordWriter, format_summary
+from harness.records import RecordWriter, format_summary
 from tests.browser import needs_chromium, rendered_dom, screenshot
 
 

@@ -18,7 +18,7 @@ import pytest
 from junitparser import JUnitXml
 
 from reports import diff, matrix
-from reports.records import RecordWriter, read_records
+from harness.records import RecordWriter, read_records
 from reports.run import suite_dirs, write_run_report
 from runtime.testing.test_model import iter_corpus
 from runtime.types import OperandType

@@ -1,5 +1,5 @@
 """``--shard I/N``, ``nncts merge`` and runs on pytest-xdist's execnet socket gateways
-(nncts.sharding, nncts.merge, nncts.gateways).
+(harness.sharding, nncts.merge, nncts.gateways).
 
 One corpus subset (V1_0, sync mode, ``-k "add or mul or relu"``: 182 tests) against a driver
 with a planted fault (quantized ADD two quanta high), so outcomes are a mix of passed and
@@ -23,8 +23,8 @@ import pytest
 
 from nncts import cli
 from nncts.gateways import map_path, remote_args
-from nncts.sharding import parse_shard, split
-from reports.records import read_records
+from harness.sharding import parse_shard, split
+from harness.records import read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 SELECTION = ["--driver", "tests.broken_drivers:OffByTwoQuantaAdd", "--corpus", "cts/corpus/V1_0",
@@ -220,10 +220,10 @@ def test_bad_shard_is_a_usage_error(value, capsys):
 
 def test_remote_args_name_modules_and_absolute_paths():
     positional = ["cts/test_generated.py::test_generated[V1_0/add/add]"]
-    option = argparse.Namespace(corpus=["cts/corpus/V1_0"], file_or_dir=positional, plugins=["nncts.pytest_plugin"])
-    args = remote_args([*positional, "-p", "nncts.pytest_plugin", "--corpus", "cts/corpus/V1_0", "-k", "add",
+    option = argparse.Namespace(corpus=["cts/corpus/V1_0"], file_or_dir=positional, plugins=["harness.plugin"])
+    args = remote_args([*positional, "-p", "harness.plugin", "--corpus", "cts/corpus/V1_0", "-k", "add",
                         "--nncts-report=cts/corpus"], ROOT, positional, option)
-    assert args == ["--pyargs", "cts.test_generated::test_generated[V1_0/add/add]", "-p", "nncts.pytest_plugin",
+    assert args == ["--pyargs", "cts.test_generated::test_generated[V1_0/add/add]", "-p", "harness.plugin",
                     f"--corpus={ROOT}/cts/corpus/V1_0", "-k", "add", f"--nncts-report={ROOT}/cts/corpus"]
     assert remote_args([str(ROOT / "vts")], ROOT, [str(ROOT / "vts")], option) == ["--pyargs", "vts"]
     with pytest.raises(pytest.UsageError, match="not inside an importable package"):

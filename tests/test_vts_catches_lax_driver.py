@@ -11,7 +11,7 @@ import re
 import subprocess
 import sys
 
-from reports.records import read_records
+from harness.records import read_records
 from tests.cts_run import ROOT
 from vts.mutations import KINDS
 from vts.plugin import MODEL_MODE, REQUEST_MODE
@@ -103,7 +103,7 @@ def test_vts_passes_sample_driver_on_same_models(tmp_path):
 # --- how the VTS judges a driver's answer to a mutant (in process) -----------------------
 
 def _fc_model_and_request():
-    from nncts.pytest_plugin import DEFAULT_CORPUS
+    from harness.locations import CORPUS as DEFAULT_CORPUS
     from runtime.testing.hal_convert import to_hal_model, to_hal_request
     from runtime.testing.test_model import load_spec
     tm = load_spec(DEFAULT_CORPUS / "V1_0" / "fully_connected_float.json.gz")[0]

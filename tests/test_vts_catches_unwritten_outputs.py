@@ -1,13 +1,13 @@
 """The VTS's generated HAL tests fail a driver that never writes its outputs
 (tests/broken_drivers.py ``NeverWritesOutputs``) on every execution path, boolean outputs
 expected true included: the request's output pools are poisoned against the expected values
-(vts.hal_harness.poison_outputs, cts.binding.poison_for), where 0x7F bytes would read as true."""
+(vts.hal_harness.poison_outputs, harness.binding.poison_for), where 0x7F bytes would read as true."""
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from reports.records import read_records
+from harness.records import read_records
 from tests.cts_run import ROOT
 
 

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from reports.records import read_records
+from harness.records import read_records
 from runtime.testing.test_model import iter_corpus
 from tests.cts_run import ROOT
 from vts.hal_harness import PATHS

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cts.binding import POISON, poison_for
+from harness.binding import POISON, poison_for
 from runtime.errors import HalError
 from runtime.hal.memory import SharedMemory
 from runtime.hal.sync import ExecutionCallback, SyncFence
@@ -239,9 +239,9 @@ def execute(path: str, prepared, request, measure=MeasureTiming.NO, deadline_ns=
 def poison_outputs(request: Request, tm: TestModel | None = None) -> None:
     """Fill every output argument's bytes in its shared-memory pool with poison (so a driver
     that does not write an output, or replays an earlier execution's, fails): given ``tm``,
-    the model the run is judged against, :func:`cts.binding.poison_for` (boolean, quantized
+    the model the run is judged against, :func:`harness.binding.poison_for` (boolean, quantized
     and int32 outputs element by element away from the expected values), else
-    :data:`cts.binding.POISON` bytes."""
+    :data:`harness.binding.POISON` bytes."""
     for j, arg in enumerate(request.outputs):
         if arg.has_no_value:
             continue
@@ -271,7 +271,7 @@ def path_runs(path: str, prepared, request: Request, wait_limit_s: float = WAIT_
     * ``reusable``: one IExecution (timing measured) computed several times.
 
     A burst and a reusable execution run twice; given ``changed`` (the model with other
-    input values, same shapes: :func:`cts.changed_inputs.changed_inputs`) three times:
+    input values, same shapes: :func:`harness.changed_inputs.changed_inputs`) three times:
     example inputs, ``changed``'s written into the same input pool (``Run.model`` is then
     ``changed``), example inputs again. Outputs are poisoned against ``model`` (the model
     of ``request``'s example inputs) or ``changed`` (:func:`poison_outputs`). Stops after the

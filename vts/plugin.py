@@ -16,12 +16,12 @@ model, not per (model, kind) or per mutant, keeps a whole-corpus run bounded by 
 driver's work rather than by pytest's per-item bookkeeping (about 5,000 items instead of
 120,000 for the FL1-3 corpus).
 
-Each item's ``user_properties`` hold ``("operations", [...])``, ``("feature_level", n)``,
-``("mode", "model_validation" | "request_validation")``, ``("suite", "vts")`` (outcome
-records, :mod:`nncts.pytest_plugin`) and ``("kinds", {kind: [mutants, mishandled]})``, from
-which the per-kind summary is drawn.
+Each item's record fields (:func:`pytest_nncts_record_fields`, :mod:`harness.plugin`) hold
+its operations, feature level, mode (``model_validation`` | ``request_validation``, an
+execution path for the generated tests) and suite ``vts``; a validation item adds
+``kinds`` (``{kind: [mutants, mishandled]}``), from which the per-kind summary is drawn.
 Shared options (``--driver``, ``--corpus``, ``--wait-limit``), the device fixture and the
-records come from :mod:`nncts.pytest_plugin`.
+records come from :mod:`harness.plugin`.
 """
 from __future__ import annotations
 
@@ -30,9 +30,18 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from nncts.pytest_plugin import DEFAULT_ROOTS, corpus_models, corpus_roots, model_marks
+from harness.driver import driver_hal, driver_spec
+from harness.locations import DEFAULT_ROOTS
+from harness.plugin import add_record_fields, corpus_models, corpus_roots, model_marks
+from harness.records import model_operand_types
+from harness.suites import suite
+from runtime.testing.hal_convert import to_hal_model, to_hal_request
+from vts.hal_harness import PATHS
+from vts.mutations import KINDS, clone_model
 
-pytest_plugins = ["nncts.pytest_plugin"]
+pytest_plugins = ["harness.plugin"]
+#: The ``suite`` of this suite's records.
+SUITE = suite("vts").record_name
 
 #: Default cap of mutants per (model, kind); 0 on the command line means no cap.
 DEFAULT_MAX_MUTANTS = 32
@@ -115,15 +124,8 @@ def vts_collection(config) -> VtsCollection:
     cached = getattr(config, "_nncts_vts", None)
     if cached is not None:
         return cached
-    from nncts.pytest_plugin import driver_spec
-    from runtime.drivers import DriverNotFound, load_driver
-    from runtime.testing.hal_convert import to_hal_model, to_hal_request
-    from vts.mutations import KINDS, clone_model
     spec = driver_spec(config)
-    try:
-        hal = load_driver(spec)
-    except (DriverNotFound, TypeError) as e:
-        raise pytest.UsageError(f"--driver: {e}") from None
+    hal = driver_hal(config)
     kinds = selected_kinds(config)
     default = [p.resolve() for p in corpus_roots(config)] == [p.resolve() for p in DEFAULT_ROOTS]
     result = VtsCollection(spec, default, kinds)
@@ -147,7 +149,6 @@ def pytest_generate_tests(metafunc):
     for argname, target in (("vts_model_case", "model"), ("vts_request_case", "request")):
         if argname not in metafunc.fixturenames:
             continue
-        from vts.mutations import KINDS
         coll = vts_collection(metafunc.config)
         params = []
         for tm, kinds in coll.accepted:
@@ -162,26 +163,30 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize(argname, params)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item):
-    """Tag the item's reports for the outcome records: operations, feature level, kind, suite."""
+def _model_fields(tm, mode: str) -> dict:
+    return {"suite": SUITE, "operations": [t.name for t in tm.operation_types], "feature_level": tm.feature_level,
+            "mode": mode, "operand_types": model_operand_types(tm)}
+
+
+def pytest_nncts_record_fields(item):
+    """A VTS item's record: for a generated test or a validation test, its model's
+    operations, feature level, operand types and its path or validation mode (a model the
+    driver rejects unmutated: skip kind ``driver_rejects_model``). The device tests give
+    theirs in a fixture (:mod:`vts.device_support`)."""
     spec = getattr(item, "callspec", None)
     if spec is None:
-        return
-    from reports.matrix import model_operand_types
+        return None
     generated = spec.params.get("vts_generated_case")
-    if generated is not None:  # vts/test_generated_hal.py tags the rest itself
-        item.user_properties.append(("operand_types", model_operand_types(generated[0])))
+    if generated is not None:
+        tm, path, _ = generated
+        return _model_fields(tm, path or PATHS[0])
     case = spec.params.get("vts_model_case") or spec.params.get("vts_request_case")
-    if isinstance(case, VtsCase):
-        mode = MODEL_MODE if "vts_model_case" in spec.params else REQUEST_MODE
-        item.user_properties.append(("operations", [t.name for t in case.tm.operation_types]))
-        item.user_properties.append(("feature_level", case.tm.feature_level))
-        item.user_properties.append(("mode", mode))
-        item.user_properties.append(("suite", "vts"))
-        item.user_properties.append(("operand_types", model_operand_types(case.tm)))
-        if case.rejected:
-            item.user_properties.append(("skip_kind", "driver_rejects_model"))
+    if not isinstance(case, VtsCase):
+        return None
+    fields = _model_fields(case.tm, MODEL_MODE if "vts_model_case" in spec.params else REQUEST_MODE)
+    if case.rejected:
+        fields["skip_kind"] = "driver_rejects_model"
+    return fields
 
 
 # --- per-kind summary (controller side: reports of every worker arrive here) ----------
@@ -197,7 +202,7 @@ def pytest_configure(config):
 def record_kinds(node, tally: dict) -> None:
     """Attach ``{kind: [mutants, mishandled]}`` of one item to its reports (the per-kind
     summary and tests read it)."""
-    node.user_properties.append(("kinds", {k: list(v) for k, v in tally.items()}))
+    add_record_fields(node, kinds={k: list(v) for k, v in tally.items()})
 
 
 #: Mishandled mutants quoted in a failing item's message (the count says how many there were).
@@ -226,8 +231,8 @@ def run_mutation_kinds(node, case_id: str, kinds, mutants_of, check, what: str =
 
 
 def pytest_runtest_logreport(report):
-    props = dict(report.user_properties)
-    if props.get("suite") != "vts" or props.get("mode") not in (MODEL_MODE, REQUEST_MODE):
+    props = getattr(report, "nncts", None) or {}
+    if props.get("suite") != SUITE or props.get("mode") not in (MODEL_MODE, REQUEST_MODE):
         return
     if not (report.when == "call" or (report.when == "setup" and not report.passed)):
         return

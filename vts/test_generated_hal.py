@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import pytest
 
-from cts.changed_inputs import changed_inputs
-from nncts.pytest_plugin import corpus_models, model_marks
+from harness.changed_inputs import changed_inputs
+from harness.plugin import add_record_fields, corpus_models, model_marks
 from runtime.testing.hal_convert import to_hal_model, to_hal_request
 from runtime.testing.support import not_implemented_reason
 from runtime.types import ErrorStatus
@@ -45,16 +45,8 @@ def pytest_generate_tests(metafunc):
     metafunc.parametrize("vts_generated_case", params)
 
 
-def _tag(request, tm, path: str | None) -> None:
-    props = request.node.user_properties
-    props.append(("operations", [t.name for t in tm.operation_types]))
-    props.append(("feature_level", tm.feature_level))
-    props.append(("mode", path or PATHS[0]))
-    props.append(("suite", "vts"))
-
-
 def _skip(request, kind: str, message: str):
-    request.node.user_properties.append(("skip_kind", kind))
+    add_record_fields(request.node, skip_kind=kind)
     pytest.skip(message)
 
 
@@ -80,9 +72,8 @@ def test_generated_hal(vts_generated_case, nncts_device, request):
     """Prepare one corpus model on the HAL and run it on one execution path; every run must
     succeed with correct output shapes, timing and values (NNAPI accuracy criteria), and must
     not modify the request's inputs. Burst and reusable executions run the example inputs,
-    changed inputs (:mod:`cts.changed_inputs`) in the same pool, then the example inputs."""
+    changed inputs (:mod:`harness.changed_inputs`) in the same pool, then the example inputs."""
     tm, path, not_implemented = vts_generated_case
-    _tag(request, tm, path)
     if not_implemented:
         _skip(request, "not_implemented", not_implemented)
     hal = nncts_device.hal

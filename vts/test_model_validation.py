@@ -83,7 +83,7 @@ def test_every_kind_covers_enough_models(request):
 
 def _sample_models():
     """A few corpus models: with internal operands, constants, quantized and relaxed."""
-    from nncts.pytest_plugin import DEFAULT_CORPUS
+    from harness.locations import CORPUS as DEFAULT_CORPUS
     from runtime.testing.test_model import load_spec
     names = {"fully_connected_float_all_inputs_as_internal", "mean_quant8_1_all_inputs_as_internal",
              "conv_float_2_relaxed", "add_broadcast_quant8"}
@@ -99,7 +99,7 @@ def _control_flow_models():
     """Corpus models with referenced subgraphs: IF with a branch per value of its condition
     (ADD, SUB), and a WHILE whose body runs a WHILE of its own (4 referenced subgraphs, every
     model kind has a place in them)."""
-    from nncts.pytest_plugin import DEFAULT_CORPUS
+    from harness.locations import CORPUS as DEFAULT_CORPUS
     from runtime.testing.test_model import load_spec
     names = {"V1_3/if_simple": "if_simple_true_int32",
              "V1_3/while_sum_of_powers_quant8": "while_sum_of_powers_quant8_n_0_all_outputs_as_internal"}

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.plugin import add_record_fields
 from runtime.errors import HalError
 from runtime.hal.sync import ExecutionCallback
 from runtime.testing.hal_convert import to_hal_model, to_hal_request
@@ -133,7 +134,7 @@ def test_request_validation(vts_request_case, nncts_device, request):
     try:
         prepared = hal.prepare_model(to_hal_model(case.tm))
     except HalError as e:
-        request.node.user_properties.append(("skip_kind", "driver_cannot_prepare"))
+        add_record_fields(request.node, skip_kind="driver_cannot_prepare")
         pytest.skip(f"the driver cannot prepare the unmutated model: {e.status.name}: {e.message}")
     except Exception as e:  # noqa: BLE001 - driver code
         pytest.fail(f"{case.id}: driver crashed preparing the unmutated model: {type(e).__name__}: {e}",

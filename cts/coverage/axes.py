@@ -26,7 +26,7 @@ Axes (issue 9), every cell named ``<axis>`` / ``key`` (unique within the operati
   true; "impossible" for an operation that declares ``square_spatial``: NNAPI's
   HEATMAP_MAX_KEYPOINT heatmaps are [num_boxes, heatmap_size, heatmap_size, num_keypoints]);
   broadcasting forms of element-wise binary operations (:data:`BROADCAST_PAIRS`);
-  square / non-square weight matrices (:data:`WEIGHT_ARGS`).
+  square / non-square weight matrices (the row's ``weight_slots``).
 - ``optional``: each optional slot omitted / given (a slot absent from the matched row of
   an operation that has it elsewhere counts as omitted); one ``zero-sized input`` cell for
   every operation: covered when an input's declared dimensions hold a 0 next to a known
@@ -43,7 +43,6 @@ Shapes are the declared dimensions (0 = unknown, never counted as a size).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 
@@ -64,9 +63,6 @@ _AXIS_DOMAIN = (("positive", 0), ("negative", -1))
 #: DIV, comparisons, logical AND/OR, MAXIMUM, MINIMUM: input0/input1; POW; PRELU).
 BROADCAST_PAIRS = (("input0", "input1"), ("base", "exponent"), ("input", "alpha"))
 BROADCAST_FORMS = ("same shape", "one side rank-lower", "one side size-1 dims", "both sides broadcast")
-#: Weight-matrix slots: FULLY_CONNECTED weights [num_units, input_size]; BATCH_MATMUL rhs
-#: (its last two dimensions).
-WEIGHT_ARGS = {OperationType.FULLY_CONNECTED: "weights", OperationType.BATCH_MATMUL: "rhs"}
 
 _ASYMM = {t: (int(np.iinfo(operand_dtype(t)).min), int(np.iinfo(operand_dtype(t)).max))
           for t in (T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT16_ASYMM)}
@@ -226,10 +222,22 @@ def _args(opdef: OperationDef) -> list[Arg]:
     return [a for s in opdef.signatures for a in s.inputs]
 
 
-@lru_cache(maxsize=None)
+#: cells_for's memo: op_type -> (the row the cells were built from, the cells).
+_CELLS: dict[OperationType, tuple[OperationDef, tuple[Cell, ...]]] = {}
+
+
 def cells_for(op_type: OperationType) -> tuple[Cell, ...]:
-    """Every coverage cell of ``op_type``, in axis order."""
+    """Every coverage cell of ``op_type``, in axis order (built from its current table row;
+    memoised while that row stays in the table)."""
     opdef = ops.REGISTRY[op_type]
+    memo = _CELLS.get(op_type)
+    if memo is None or memo[0] is not opdef:
+        memo = _CELLS[op_type] = (opdef, _cells_of(op_type, opdef))
+    return memo[1]
+
+
+def _cells_of(op_type: OperationType, opdef: OperationDef) -> tuple[Cell, ...]:
+    """The cells of the row ``opdef`` of ``op_type`` (see :func:`cells_for`)."""
     cells = [Cell("signature", f"sig{i}", s.describe()) for i, s in enumerate(opdef.signatures)]
     cells += _enum_cells(opdef)
     for t in _quant_types(opdef):
@@ -246,8 +254,8 @@ def cells_for(op_type: OperationType) -> tuple[Cell, ...]:
         cells.append(Cell("shape", "non-square", "non-square spatial (H != W)", _square_rule(opdef)))
     if _broadcast_pair(opdef.signatures[0]) is not None:
         cells += [Cell("shape", f"broadcast:{f}", f"broadcast: {f}") for f in BROADCAST_FORMS]
-    if op_type in WEIGHT_ARGS:
-        cells += [Cell("shape", f"weights:{k}", f"{k} weights ({WEIGHT_ARGS[op_type]})")
+    if opdef.weight_slots:
+        cells += [Cell("shape", f"weights:{k}", f"{k} weights ({', '.join(opdef.weight_slots)})")
                   for k in ("square", "non-square")]
     optional = list(dict.fromkeys(a.name for a in _args(opdef) if a.optional))
     omit_rule = aosp_rule(opdef, "omitted")
@@ -326,9 +334,10 @@ def covered(op_type: OperationType, ins: list[OperandView], outs: list[OperandVi
         form = _broadcast_form(tuple(ins[0].dims), tuple(ins[1].dims))
         if form:
             keys.add(f"broadcast:{form}")
-    weights = names.get(WEIGHT_ARGS.get(op_type))
-    if weights is not None and len(weights.dims) >= 2 and all(weights.dims[-2:]):
-        keys.add("weights:square" if weights.dims[-1] == weights.dims[-2] else "weights:non-square")
+    for slot in opdef.weight_slots:
+        weights = names.get(slot)
+        if weights is not None and len(weights.dims) >= 2 and all(weights.dims[-2:]):
+            keys.add("weights:square" if weights.dims[-1] == weights.dims[-2] else "weights:non-square")
     for a, v in zip(s.inputs, ins):
         if a.optional:
             keys.add(f"{a.name} {'omitted' if v.omitted else 'given'}")

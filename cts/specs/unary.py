@@ -1,6 +1,6 @@
 """Element-wise unary operations: RELU (NNAPI code 19), RELU1 (20), RELU6 (21), LOGISTIC (14),
 TANH (28), FLOOR (8) of feature level 1; ABS (38), EXP (49), LOG (60), NEG (67), RSQRT (83),
-SIN (85), SQRT (88) of FL3 (quantized RSQRT FL7); HARD_SWISH (99, FL4), ELU (103, FL4,
+SIN (85), SQRT (88) of FL3 (quantized RSQRT FL7); HARD_SWISH (99, FL4), ELU (98, FL4,
 input 1 the scalar alpha of the input's float type): what the AOSP corpus leaves out.
 
 Definition (NNAPI ``types.spec``): RELU max(0, x); RELU1 min(1, max(-1, x)); RELU6 min(6,
@@ -126,7 +126,7 @@ def _float(rng) -> list:
 
 
 def _elu(rng) -> list:
-    """ELU (103, FL4): x if x > 0 else alpha * (exp(x) - 1), float32 (batch 2) and float16."""
+    """ELU (98, FL4): x if x > 0 else alpha * (exp(x) - 1), float32 (batch 2) and float16."""
     out = []
     for name, t, s, alpha in (("elu_batch2", F32, T.FLOAT32, 0.5), ("elu_float16", F16, T.FLOAT16, 1.5)):
         x = quarters(rng, (2, 4), -4, 4)

@@ -75,7 +75,7 @@ def scratch_root() -> str | None:
 #: Modules imported once by the fork server, so a new test or client process starts without
 #: importing them again (see :func:`mp_context`).
 PRELOAD = ["numpy", "runtime.nnapi", "runtime.drivers.sample", "runtime.testing.frontend",
-           "runtime.testing.criteria", "cts.harness", "random_graph.generator", "random_graph.configs",
+           "runtime.testing.criteria", "harness.runner", "harness.graphs", "harness.graph_configs",
            "mlts.tflite_import", "mlts.execute", "mlts.stress.core", "mlts.stress.tests",
            "mlts.stress.workloads"]
 
@@ -483,18 +483,20 @@ def _preload() -> None:
     """Import what the tests use before the test's clock starts (imports are slow on a
     loaded machine, and not what a stress test measures)."""
     import importlib
-    for name in ("runtime.nnapi", "runtime.testing.frontend", "runtime.testing.criteria", "cts.harness",
-                 "random_graph.generator", "random_graph.configs", "mlts.tflite_import", "mlts.execute"):
+    for name in ("runtime.nnapi", "runtime.testing.frontend", "runtime.testing.criteria", "harness.runner",
+                 "harness.graphs", "harness.graph_configs", "mlts.tflite_import", "mlts.execute"):
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001 - optional (the TFLite importer needs its extra)
             pass
 
 
-def test_main(test: str, driver: str, params: dict, conn, log_path: str) -> None:
+def test_main(test: str, body, driver: str, params: dict, conn, log_path: str) -> None:
     """Body of a test process: own process group (so the runner can kill the whole tree),
     stdout/stderr to ``log_path``, faulthandler on fatal signals and on SIGUSR1 (the runner
-    asks for every thread's stack before killing a hung test), run the test, send
+    asks for every thread's stack before killing a hung test), run the test ``test``
+    (``body(ctx) -> Result``: its :class:`~mlts.stress.tests.StressTest` body, a module-level
+    function so that it reaches this process by reference), send
     ("result", {outcome, message, details}) and exit at once (a thread stuck in the driver
     must not hold the exit). Dies with its parent (:func:`die_with_parent`)."""
     os.setpgid(0, 0)
@@ -505,7 +507,6 @@ def test_main(test: str, driver: str, params: dict, conn, log_path: str) -> None
     os.close(fd)
     faulthandler.enable(all_threads=True)
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    from .tests import TESTS
     _preload()
     ctx = None
     try:
@@ -514,7 +515,7 @@ def test_main(test: str, driver: str, params: dict, conn, log_path: str) -> None
         conn.send(("started", None))
         ctx.start = time.monotonic()
         ctx.deadline = ctx.start + ctx.duration
-        result = TESTS[test].body(ctx)
+        result = body(ctx)
     except TestFailure as e:
         result = Result(e.outcome, str(e), e.details)
     except Exception as e:  # noqa: BLE001 - a test's own error is a FAILURE with its traceback

@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 
 from .core import CRASH, FAILURE, HANG, SUCCESS, mp_context, scratch_root, signal_name, test_main
+from .tests import TESTS
 
 #: Characters of a failed test's log kept in its record.
 LOG_TAIL_CHARS = 4000
@@ -110,14 +111,16 @@ def hang_sites(log: str) -> list[str]:
 
 
 def run_one(test: str, driver: str, params: dict, grace: float, log_dir: str | None = None) -> dict:
-    """Run ``test`` on ``driver`` in its own process under the watchdog; returns its record."""
+    """Run ``test`` (a name of :data:`~mlts.stress.tests.TESTS`) on ``driver`` in its own process
+    under the watchdog; returns its record."""
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     log_file = tempfile.NamedTemporaryFile(prefix=f"nncts-stress-{test}-", suffix=".log", dir=log_dir or scratch_root(),
                                            delete=False)
     log_file.close()
     mp = mp_context()
     recv, send = mp.Pipe(duplex=False)
-    process = mp.Process(target=test_main, args=(test, driver, params, send, log_file.name), name=f"stress-{test}")
+    process = mp.Process(target=test_main, args=(test, TESTS[test].body, driver, params, send, log_file.name),
+                         name=f"stress-{test}")
     t0 = time.monotonic()
     budget = float(params["duration"]) + float(grace)
     deadline = t0 + max(STARTUP_LIMIT_S, budget)  # until the test reports it has started

@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 
-from .core import FAILURE, SUCCESS, Client, Ctx, Result, _error_text, watch_clients, worst
+from .core import FAILURE, SUCCESS, Client, Ctx, Result, _error_text, mp_context, watch_clients, worst
 
 #: Inferences per compilation in parallel-inference (MLTS's Processor runs each model for a
 #: while after compiling it).
@@ -222,8 +222,8 @@ def memory_mapped_model_load(ctx: Ctx) -> Result:
 # --- random graphs ----------------------------------------------------------------------------
 
 def _random_graphs(ctx: Ctx, compile_only: bool) -> Result:
-    from random_graph.configs import all_configs, select
-    from random_graph.generator import GenerationError
+    from harness.graph_configs import all_configs, select
+    from harness.graphs import GenerationError
     from .workloads import TestModelWorkload, random_graph_model
     patterns = [s.strip() for s in str(ctx.params["configs"]).split(",") if s.strip()]
     configs = select(all_configs(min(ctx.device.feature_level, 8)), patterns)
@@ -270,7 +270,7 @@ def _random_graphs(ctx: Ctx, compile_only: bool) -> Result:
 
 
 def random_graph_inference(ctx: Ctx) -> Result:
-    """Random graphs (:func:`random_graph.generator.generate` on the configurations matching
+    """Random graphs (:func:`harness.graphs.generate` on the configurations matching
     ``configs``, random seeds) are drawn, compiled and executed one after another, pausing
     ``pause`` s, until ``graphs`` ran or the duration ends (MLTS ``NNRandomGraphTest`` /
     ``RandomGraphTest``: 600 graphs of 10 operations with dimensions up to 1000, and of 600
@@ -435,7 +435,6 @@ def performance_degradation(ctx: Ctx) -> Result:
 
 def ctx_gate():
     """An Event shared with client processes (:func:`~mlts.stress.core.mp_context`)."""
-    from .core import mp_context
     return mp_context().Event()
 
 

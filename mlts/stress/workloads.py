@@ -8,8 +8,8 @@ spec                                workload
                                     the model named like the spec, else the first that is not an
                                     ``expect_failure`` model); outputs judged with the NNAPI
                                     accuracy criteria (:func:`runtime.testing.criteria.judge`)
-``graph:<configuration>:<seed>``    a random graph (:func:`random_graph.generator.generate`,
-                                    configurations of :mod:`random_graph.configs`); outputs
+``graph:<configuration>:<seed>``    a random graph (:func:`harness.graphs.generate`,
+                                    configurations of :mod:`harness.graph_configs`); outputs
                                     judged with the configuration's criteria set
 ``<path>.tflite`` or a bundled      a TFLite model through the importer (:mod:`mlts.tflite_import`,
 model name (:mod:`mlts.models`)     :mod:`mlts.execute`); outputs compared with the first run of
@@ -111,7 +111,7 @@ def check_spec(spec: str) -> str:
         m = re.fullmatch(r"graph:([^:]+):(\d+)", spec)
         if not m:
             raise WorkloadError(f"model {spec!r}: expected graph:<configuration>:<seed>")
-        from random_graph.configs import all_configs
+        from harness.graph_configs import all_configs
         if m.group(1) not in all_configs():
             raise WorkloadError(f"model {spec!r}: no random-graph configuration {m.group(1)!r}")
         return spec
@@ -142,9 +142,9 @@ def load_workload(spec: str) -> "Workload":
 
 def random_graph_model(config_name: str, seed: int):
     """Graph (``config_name``, ``seed``) as a TestModel judged with its criteria set. Raises
-    random_graph.generator.GenerationError when it cannot be drawn."""
-    from random_graph.configs import all_configs, criteria_for
-    from random_graph.generator import generate
+    harness.graphs.GenerationError when it cannot be drawn."""
+    from harness.graph_configs import all_configs, criteria_for
+    from harness.graphs import generate
     config = all_configs()[config_name]
     return generate(config, seed, criteria_for(config).name)
 
@@ -192,7 +192,7 @@ class TestModelWorkload(Workload):
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def unsupported(self, device) -> str | None:
-        from cts.harness import skip_reason
+        from harness.runner import skip_reason
         from runtime.errors import NnapiError
         from runtime.nnapi import get_supported_operations_for_devices
         skip = skip_reason(self.tm, device)
@@ -252,7 +252,7 @@ class TestModelWorkload(Workload):
         return c
 
     def run(self, prepared):
-        from cts.harness import execute_compilation
+        from harness.runner import execute_compilation
         return execute_compilation(prepared, self.tm, require_timing=False)[0]
 
     def check(self, result) -> list[str]:

@@ -19,7 +19,7 @@ BUNDLED = {
     "sample-quant": "runtime.drivers.variants:SampleQuant",
     "sample-fixed-point": "runtime.drivers.fixed_point:SampleFixedPoint",
     "sample-minimal": "runtime.drivers.variants:SampleMinimal",
-    "sample-fibonacci": "runtime.extensions.fibonacci:FibonacciDevice",
+    "sample-fibonacci": "runtime.drivers.fibonacci:FibonacciDevice",
     "onnxruntime": "runtime.drivers.onnxrt:OnnxRuntimeDevice",
 }
 
@@ -37,16 +37,12 @@ def load_driver(spec: str = DEFAULT_DRIVER) -> IDevice:
     """Instantiate the driver ``spec``: a bundled name, an entry-point name in group
     ``nncts.drivers``, or ``package.module:factory``.
 
-    ``process:SPEC`` runs driver SPEC in its own process and ``endpoint:ADDRESS`` connects to
-    a driver host serving at a gRPC address (:mod:`runtime.remote`); both give a proxy
-    IDevice.
+    The driver runs in this process; :func:`runtime.loader.load_driver` also understands
+    the out-of-process specs ``process:SPEC`` and ``endpoint:ADDRESS``.
 
-    Raises DriverNotFound for an unknown name (or a driver process that cannot start), and
-    TypeError when the factory does not return an IDevice.
+    Raises DriverNotFound for an unknown name, and TypeError when the factory does not
+    return an IDevice.
     """
-    from ..remote import is_remote_spec
-    if is_remote_spec(spec):
-        return _remote(spec)
     spec = BUNDLED.get(spec, spec)
     if ":" in spec:
         module, _, attr = spec.partition(":")
@@ -64,12 +60,3 @@ def load_driver(spec: str = DEFAULT_DRIVER) -> IDevice:
     if not isinstance(device, IDevice):
         raise TypeError(f"driver {spec!r} returned {type(device).__name__}, not an IDevice")
     return device
-
-
-def _remote(spec: str) -> IDevice:
-    from ..errors import HalError
-    from ..remote import remote_device
-    try:
-        return remote_device(spec)
-    except HalError as e:
-        raise DriverNotFound(f"{spec}: {e.message}") from None

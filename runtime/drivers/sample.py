@@ -10,7 +10,7 @@ from ..errors import HalError
 from ..executor import execute, execution_limits, hold
 from ..hal.interfaces import IDevice, IPreparedModel
 from ..hal.types import Capabilities, Model, OutputShape, PerformanceInfo, Request, Timing
-from ..extensions import is_tensor_operand_type
+from ..extension_types import is_tensor_operand_type
 from ..hal.validate import (ModelLevels, constant_value, merged_dimensions, operand_view,
                             operation_feature_level, validate_model, validate_prepare_arguments,
                             validate_request)

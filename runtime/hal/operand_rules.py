@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ..errors import HalError
-from ..extensions import extension_prefix, is_extension_type, type_name
+from ..extension_types import extension_prefix, is_extension_type, type_name
 from ..types import ErrorStatus, OperandLifeTime, OperandType, is_tensor_type, operand_element_size
 from .types import Model, Operand, SymmPerChannelQuantParams
 
@@ -50,7 +50,7 @@ def operand_byte_size(operand_type: OperandType, dims) -> int:
     (scalars: element size). Returns 0 when a dimension is unknown.
 
     Extension types: from the :class:`ExtensionOperandTypeInformation` an
-    :class:`runtime.extensions.ExtensionTypeCode` carries (scalar: its byte size; tensor:
+    :class:`runtime.extension_types.ExtensionTypeCode` carries (scalar: its byte size; tensor:
     byte size per element, 0 for unknown rank), as AOSP ``TypeManager::getSizeOfData``;
     0 (unknown) for a bare extension code, whose size only the driver knows."""
     n = math.prod(map(int, dims))

@@ -4,7 +4,7 @@
 Every failure raises :class:`runtime.errors.HalError` with ``INVALID_ARGUMENT`` and a
 message naming the subgraph, operand or operation at fault and the rule broken.
 
-Vendor extensions (FL3, :mod:`runtime.extensions`): a type code above 0xFFFF is an extension
+Vendor extensions (FL3, :mod:`runtime.extension_types`): a type code above 0xFFFF is an extension
 type whose prefix (high 16 bits) must be listed in ``model.extension_name_to_prefix``. The
 HAL model does not say how big an extension operand is or which operands an extension
 operation takes, so for them only the structural rules apply here (lifetimes, locations
@@ -21,8 +21,8 @@ import numpy as np
 
 from .. import ops
 from ..errors import HalError, OperationError
-from ..extensions import is_extension_type, is_tensor_operand_type, type_name
-from ..ops.base import OperandView, OpContext
+from ..extension_types import is_extension_type, is_tensor_operand_type, type_name
+from ..ops.base import OperandView, OpContext, fixed_quant_violation
 from ..ops.control_flow import ANY, AnyOperand
 from ..types import OperandLifeTime, OperandType, OperationType, is_tensor_type, operand_dtype
 from . import validation_memo
@@ -280,13 +280,18 @@ def operation_feature_level(opdef, views_in, views_out, relaxed: bool, where: st
     signature's level (``sig`` when the caller already matched it), raised by the
     operation's ``validate`` rules (e.g. a quant8 rule of FL1-2 broken); the reason is the
     rule's message, "" when the signature alone sets the level. Raises
-    HalError(INVALID_ARGUMENT) when no signature matches or a rule of every level is
-    broken."""
+    HalError(INVALID_ARGUMENT) when no signature matches, an operand's scale / zeroPoint
+    differs from the ``fixed_quant`` its slot declares for validation (NNAPI types.spec:
+    LOGISTIC, TANH, SOFTMAX, L2_NORMALIZATION outputs), or a rule of every level is broken."""
     if sig is None:
         sig = opdef.match(views_in, views_out)
     if sig is None:
         _fail(f"{where}: {_signature_error(opdef, views_in, views_out, 99)}")
     level, because = sig.feature_level, ""
+    # the quantization the spec fixes for a slot (Arg.fixed_quant, enforced at validation)
+    wrong_quant = fixed_quant_violation(opdef.type, sig, views_in, views_out)
+    if wrong_quant is not None:
+        _fail(f"{where}: {wrong_quant}")
     if opdef.validate is not None:
         ctx = OpContext(opdef.type, views_in, views_out, relaxed)
         try:

@@ -7,7 +7,7 @@ import contextlib
 import threading
 
 from .. import ops
-from ..drivers import DEFAULT_DRIVER, load_driver
+from ..loader import DEFAULT_DRIVER, load_driver
 from ..drivers.sample import SampleDevice
 from ..errors import HalError, NnapiError
 from ..hal.interfaces import IDevice

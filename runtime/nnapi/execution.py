@@ -19,7 +19,7 @@ from ..hal.memory import SharedMemory
 from ..hal.sync import ExecutionCallback
 from ..hal.types import DataLocation, OutputShape, Request, RequestArgument, Timing
 from ..hal.validate import operand_byte_size
-from ..extensions import is_extension_type, is_tensor_operand_type, type_name
+from ..extension_types import is_extension_type, is_tensor_operand_type, type_name
 from ..ops.control_flow import LOOP_TIMEOUT_DEFAULT_NS, LOOP_TIMEOUT_MAXIMUM_NS
 from ..types import (NO_TIMING, RESULT_CODE_OF_ERROR_STATUS, DurationCode, ErrorStatus, MeasureTiming,
                      ResultCode, operand_dtype)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -27,9 +28,30 @@ def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
+@runtime_checkable
+class RoleCompilation(Protocol):
+    """What a descriptor role needs of its compilation: the finished flag, the model (whose
+    ``input_operands`` / ``output_operands`` the role's index selects), and, for
+    :meth:`runtime.nnapi.memory.Memory.from_desc`, the ``plan``, ``prepared`` model and
+    single ``device`` of a finished compilation.
+
+    :class:`runtime.nnapi.compilation.Compilation` is one. The check is structural
+    (``isinstance`` looks for these attributes) so that this module, which the model and
+    compilation modules import through :mod:`runtime.nnapi.memory`, does not import them.
+    """
+
+    model: Any
+    plan: Any
+    prepared: Any
+    device: Any
+
+    @property
+    def finished(self) -> bool: ...
+
+
 @dataclass(frozen=True)
 class _Role:
-    compilation: object
+    compilation: RoleCompilation
     kind: str
     index: int
     frequency: float
@@ -61,12 +83,11 @@ class MemoryDesc:
             raise NnapiError(ResultCode.BAD_STATE, f"MemoryDesc.{call}: the descriptor is already finished")
 
     def _add_role(self, call: str, kind: str, compilation, index, frequency) -> None:
-        from .compilation import Compilation  # here: compilation imports model imports memory
         self._check_open(call)
         where = f"MemoryDesc.{call}({index})"
         if compilation is None:
             raise NnapiError(ResultCode.UNEXPECTED_NULL, f"{where}: no compilation")
-        if not isinstance(compilation, Compilation):
+        if not isinstance(compilation, RoleCompilation):
             raise _bad(f"{where}: {type(compilation).__name__} is not a Compilation")
         if (compilation, kind, index) in self._keys:
             raise _bad(f"{where}: the same {kind} of this compilation is already a role")

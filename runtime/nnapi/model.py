@@ -7,7 +7,7 @@ the HAL model validation plus every operation's own rules.
 
 Vendor extensions (FL3, ``NeuralNetworksExtensions.h``): :meth:`Model.get_extension_operand_type`
 and :meth:`Model.get_extension_operation_type` turn an extension name and a type within it
-into a type code (``prefix << 16 | type``, see :mod:`runtime.extensions`) that
+into a type code (``prefix << 16 | type``, see :mod:`runtime.extension_types`) that
 :meth:`Model.add_operand` / :meth:`Model.add_operation` accept, and
 :meth:`Model.set_operand_extension_data` attaches an extension operand's parameters.
 """
@@ -18,10 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import HalError, NnapiError
-from ..extensions import (BASE_MAX, MAX_PREFIX, ExtensionTypeCode, collect_extensions,
-                          extension_prefix, is_extension_type, is_tensor_operand_type,
-                          operand_type_info, type_name, type_within_extension)
+from ..extension_types import (BASE_MAX, MAX_PREFIX, ExtensionTypeCode, extension_prefix,
+                               is_extension_type, is_tensor_operand_type, type_name,
+                               type_within_extension)
 from ..hal.memory import SharedMemory
+from .extensions import collect_extensions, operand_type_info
 from ..hal.types import DataLocation, Extension, ExtensionNameAndPrefix, Model as HalModel, \
     Operand, Operation, Subgraph, SymmPerChannelQuantParams
 from ..hal.validate import operand_byte_size, validate_model
@@ -51,7 +52,7 @@ def _available_devices() -> list:
     """HAL devices of every driver that loads (bundled and entry points): the devices whose
     extensions a model may use when no device list is given, as AOSP's ``TypeManager``
     registers the extensions of every device on the system."""
-    from ..drivers import available_drivers, load_driver
+    from ..loader import available_drivers, load_driver
     devices = []
     for name in available_drivers():
         try:

@@ -10,7 +10,7 @@ from .base import REGISTRY, Arg, OperandView, OpContext, OperationDef, Signature
 
 from . import elementwise  # noqa: F401  (registration side effects)
 from . import conv, pool, fully_connected  # noqa: F401
-from . import shape_ops, resize, reduce  # noqa: F401
+from . import shape_ops, block_ops, resize, reduce  # noqa: F401
 from . import normalization  # noqa: F401
 from . import lookup, recurrent  # noqa: F401
 from . import comparison, math_ops, cast  # noqa: F401  (FL3 element-wise)

@@ -8,8 +8,9 @@ sample drivers, random graphs and reports all read :data:`REGISTRY`.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -26,10 +27,16 @@ class Arg:
     ``ranks``: allowed ranks for a tensor (``None``: any); ignored for scalars.
     ``optional``: the operand may be omitted (lifetime ``NO_VALUE`` or an input bound with
     no value).
-    ``fixed_quant``: ``(scale, zero_point)`` the NNAPI spec fixes for a quantized slot (the
-    TENSOR_QUANT16 boxes of the detection and ROI operations, QUANTIZED_16BIT_LSTM's cell
-    state), or ``None``. A declaration the coverage matrix reads; matching ignores it (the
-    operations' ``prepare`` checks it).
+    ``fixed_quant``: ``(scale, zero_point)`` the NNAPI spec fixes for a quantized slot, or
+    ``None``: the outputs of LOGISTIC, TANH, SOFTMAX and L2_NORMALIZATION, the TENSOR_QUANT16
+    boxes of the detection and ROI operations, QUANTIZED_16BIT_LSTM's cell state,
+    HASHTABLE_LOOKUP's hits. Signature matching ignores it; the coverage matrix and the
+    random-graph / fuzz generators read it, and who enforces it is ``fixed_quant_at``.
+    ``fixed_quant_at``: ``"validation"``: model validation rejects other parameters
+    (:func:`fixed_quant_violation`, read by ``runtime.hal.validate``; the activations'
+    outputs); ``"prepare"``: the model is valid and the operation's ``prepare`` rejects them
+    when it runs (AOSP's prepare checks the box operands and sets the outputs'; see
+    ``detection.BOX_QUANT``).
     """
 
     name: str
@@ -37,6 +44,7 @@ class Arg:
     ranks: tuple[int, ...] | None = None
     optional: bool = False
     fixed_quant: tuple[float, int] | None = None
+    fixed_quant_at: str = "prepare"
 
     def accepts(self, operand_type: OperandType, dims: Sequence[int], omitted: bool) -> bool:
         """Whether an operand of ``operand_type`` / ``dims`` fits this slot."""
@@ -48,6 +56,32 @@ class Arg:
                 and not self.optional:
             return len(dims) in self.ranks
         return True
+
+
+def _scale_text(scale: float) -> str:
+    """``1/256`` for a reciprocal of an integer, else the float's repr."""
+    inv = 1.0 / scale if scale else 0.0
+    return f"1/{round(inv)}" if inv and abs(inv - round(inv)) < 1e-9 else repr(scale)
+
+
+def fixed_quant_violation(op: OperationType, sig: "Signature", inputs: Sequence["OperandView"],
+                          outputs: Sequence["OperandView"], at: str = "validation") -> str | None:
+    """The message for the first operand of a use of ``op`` matched to ``sig`` whose scale /
+    zeroPoint differs from its slot's ``fixed_quant`` (slots with ``fixed_quant_at == at``;
+    scales compared as float32, as AOSP compares ``1.f / 256``), else None.
+
+    E.g. ``"LOGISTIC: output 0 (TENSOR_QUANT8_ASYMM) must have scale 1/256 and zeroPoint 0,
+    got scale 0.5 and zeroPoint 3"``."""
+    for kind, args, views in (("input", sig.inputs, inputs), ("output", sig.outputs, outputs)):
+        for j, (a, v) in enumerate(zip(args, views)):
+            if a.fixed_quant is None or a.fixed_quant_at != at or v.omitted or v.type != a.type:
+                continue
+            scale, zp = a.fixed_quant
+            if np.float32(v.scale) != np.float32(scale) or v.zero_point != zp:
+                return (f"{OperationType(op).name}: {kind} {j} ({OperandType(v.type).name}) must "
+                        f"have scale {_scale_text(scale)} and zeroPoint {zp}, got scale {v.scale} "
+                        f"and zeroPoint {v.zero_point}")
+    return None
 
 
 @dataclass(frozen=True)
@@ -194,6 +228,30 @@ class OperationDef:
     #: (a case of the executor's own switch).
     aosp_source: str = ""
 
+    #: The outputs are random draws (RANDOM_MULTINOMIAL): a result is judged by its
+    #: distribution, never compared value by value, so random graphs leave the operation out.
+    nondeterministic: bool = False
+
+    #: AOSP's quantization-coupling test (``GeneratedTestHarness``
+    #: ``QuantizationCouplingTest``: a TENSOR_QUANT8_ASYMM model re-run as
+    #: TENSOR_QUANT8_ASYMM_SIGNED) leaves the operation out; the row says why in a comment.
+    coupling_excluded: bool = False
+
+    #: AOSP derives no dynamic-output-shape (or insufficient-output) variant of a model
+    #: using the operation (``GeneratedTestHarness``); the row says why in a comment.
+    dynamic_shape_excluded: bool = False
+
+    #: Names of the input slots holding a weight matrix (FULLY_CONNECTED ``weights``
+    #: [num_units, input_size], BATCH_MATMUL ``rhs``: its last two dimensions); the coverage
+    #: matrix asks for square and non-square ones.
+    weight_slots: tuple[str, ...] = ()
+
+    #: Invalid uses of this row that its signatures alone cannot tell (in the spirit of
+    #: PyTorch OpInfo's ``error_inputs_func``): ``error_inputs(inputs, outputs)``, given the
+    #: operand views of a valid use, yields :class:`ErrorInput` variants, each breaking one
+    #: rule of the operation, with the message fragment the rejection names. None: none.
+    error_inputs: Callable[[list, list], Iterator["ErrorInput"]] | None = None
+
     @property
     def min_feature_level(self) -> int:
         return min(s.feature_level for s in self.signatures)
@@ -246,6 +304,19 @@ class OperationDef:
         return found
 
 
+@dataclass(frozen=True)
+class ErrorInput:
+    """One invalid variant of a valid use of an operation (see
+    ``OperationDef.error_inputs``): which operand changed (``where``: ``"input 1"`` ...),
+    the operand views of the variant, and ``error``, a fragment of the message the
+    rejection (OperationError / HalError INVALID_ARGUMENT) names."""
+
+    where: str
+    inputs: list
+    outputs: list
+    error: str
+
+
 #: The operation table: OperationType -> OperationDef. Filled by the family modules.
 REGISTRY: dict[OperationType, OperationDef] = {}
 
@@ -258,6 +329,22 @@ def register(op: OperationDef) -> OperationDef:
     return op
 
 
+@contextmanager
+def registered(op: OperationDef) -> Iterator[OperationDef]:
+    """Within the block, ``op`` is the table row of ``op.type`` (replacing the row there,
+    if any, which is put back on exit): a row declared in a test reaches every consumer of
+    :data:`REGISTRY` (validation, drivers, generators, the coverage matrix) unchanged."""
+    previous = REGISTRY.get(op.type)
+    REGISTRY[op.type] = op
+    try:
+        yield op
+    finally:
+        if previous is None:
+            REGISTRY.pop(op.type, None)
+        else:
+            REGISTRY[op.type] = previous
+
+
 # --- helpers for declaring signatures ------------------------------------------------
 
 T = OperandType
@@ -265,10 +352,13 @@ RANKS_1_4 = (1, 2, 3, 4)
 
 
 def tensor(name: str, t: OperandType, ranks: Iterable[int] | None = RANKS_1_4,
-           optional: bool = False, fixed_quant: tuple[float, int] | None = None) -> Arg:
+           optional: bool = False, fixed_quant: tuple[float, int] | None = None,
+           fixed_quant_at: str = "prepare") -> Arg:
     """A tensor slot of type ``t`` with allowed ``ranks`` (default 1..4); ``fixed_quant``:
-    the ``(scale, zero_point)`` the spec fixes for it (see :class:`Arg`)."""
-    return Arg(name, t, tuple(ranks) if ranks is not None else None, optional, fixed_quant)
+    the ``(scale, zero_point)`` the spec fixes for it, enforced at ``fixed_quant_at``
+    (see :class:`Arg`)."""
+    return Arg(name, t, tuple(ranks) if ranks is not None else None, optional, fixed_quant,
+               fixed_quant_at)
 
 
 def scalar(name: str, t: OperandType, optional: bool = False) -> Arg:

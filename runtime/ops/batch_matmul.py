@@ -44,8 +44,8 @@ import numpy as np
 from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import from_float, to_float
-from .conv import (GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, check_work, draft_count,
-                   draft_linked, draft_quantization, draft_rms, draft_weights)
+from .window import (GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, check_work, draft_count,
+                     draft_linked, draft_quantization, draft_rms, draft_weights)
 
 T = OperandType
 RANKS_2_4 = (2, 3, 4)
@@ -142,4 +142,5 @@ def _generate(d) -> None:
 register(OperationDef(OperationType.BATCH_MATMUL, SIGNATURES, prepare, execute,
                       generate=_generate,
                       summary="matrix product of each batch slice, optionally adjointing "
-                              "either operand", aosp_source="BatchMatmulExecution.cpp"))
+                              "either operand", aosp_source="BatchMatmulExecution.cpp",
+                      weight_slots=("rhs",)))

@@ -121,7 +121,10 @@ register(OperationDef(
             for t in _FL4_IDENTITY_TYPES),
     _prepare, _execute_cast, generate=_generate_cast,
     summary="stored values converted to the output type (scale and zeroPoint ignored)",
-    aosp_source="CpuExecutor.cpp"))
+    aosp_source="CpuExecutor.cpp",
+    # coupling: CAST converts stored values and ignores scale / zeroPoint, so a
+    # TENSOR_QUANT8_ASYMM operand's values shifted by -128 give another result
+    coupling_excluded=True))
 
 
 def _execute_quantize(ctx: OpContext):

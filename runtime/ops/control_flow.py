@@ -284,6 +284,9 @@ register(ControlFlowDef(
     summary="run the then or else subgraph on the data inputs, chosen by a TENSOR_BOOL8 [1] condition",
     fixed_inputs=3, min_data=0, run=_if_run, check_references=_if_check_references,
     allows_zero_sized_input=True, aosp_source="CpuExecutor.cpp",
+    # dynamic shapes: AOSP's generator derives no dynamic-output variant of a model whose
+    # outputs come from a referenced subgraph (the branch's outputs fix them)
+    dynamic_shape_excluded=True,
     arity="takes a TENSOR_BOOL8 condition, two SUBGRAPH references, n >= 0 data inputs and m >= 1 outputs"))
 
 register(ControlFlowDef(
@@ -293,4 +296,6 @@ register(ControlFlowDef(
     summary="run the body subgraph while the condition subgraph gives true; outputs the loop values",
     fixed_inputs=2, min_data=1, run=_while_run, check_references=_while_check_references,
     allows_zero_sized_input=True, aosp_source="CpuExecutor.cpp",
+    # dynamic shapes: as IF, the outputs come from the body subgraph's
+    dynamic_shape_excluded=True,
     arity="takes two SUBGRAPH references, m + k + n >= 1 loop values and 1 <= m <= m + k + n outputs"))

@@ -60,13 +60,6 @@ F16, I32, BOOL8 = T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8
 QUANT8 = (Q8, Q8S)
 MAX_RANK = 4
 
-#: LOGISTIC's required output zeroPoint per quantized type (scale 1/256 for both).
-LOGISTIC_OUTPUT_ZERO_POINT = {Q8: 0, Q8S: -128}
-
-#: TANH's required output zeroPoint per quantized type (scale 1/128 for both).
-TANH_OUTPUT_ZERO_POINT = {Q8: 128, Q8S: 0}
-
-
 # --- shared machinery (also used by comparison.py, math_ops.py, cast.py) ------------------
 
 def check_rank(ctx: OpContext, index: int, max_rank: int = MAX_RANK) -> None:
@@ -129,10 +122,15 @@ def unary_execute(fn, raw_types=(I32,)):
     return execute
 
 
-def unary_sigs(level: int, types, ranks=(1, 2, 3, 4), out_type=None):
+def unary_sigs(level: int, types, ranks=(1, 2, 3, 4), out_type=None, out_quant=None):
     """One signature per type in ``types``: (input of that type) -> (output of
-    ``out_type`` or the same type), both of ``ranks`` (None: any rank)."""
-    return tuple(sig(level, [tensor("input", t, ranks)], [tensor("output", out_type or t, ranks)])
+    ``out_type`` or the same type), both of ``ranks`` (None: any rank). ``out_quant``:
+    ``{type: (scale, zeroPoint)}`` the spec fixes for the output of that type, checked by
+    model validation (``Arg.fixed_quant``)."""
+    quant = out_quant or {}
+    return tuple(sig(level, [tensor("input", t, ranks)],
+                     [tensor("output", out_type or t, ranks, fixed_quant=quant.get(out_type or t),
+                             fixed_quant_at="validation")])
                  for t in types)
 
 
@@ -393,43 +391,33 @@ def _same_quant_validate(ctx: OpContext):
               f"({out.scale}, {out.zero_point})")
 
 
-def _fixed_quant_validate(scale: float, zero_points: dict):
-    """LOGISTIC (scale 1/256; zeroPoint 0 for TENSOR_QUANT8_ASYMM, FL1, -128 for
-    TENSOR_QUANT8_ASYMM_SIGNED, FL4) and TANH (scale 1/128; zeroPoint 128 for
-    TENSOR_QUANT8_ASYMM, FL3, 0 for TENSOR_QUANT8_ASYMM_SIGNED, FL4): the quantized
-    output's fixed scale and zeroPoint."""
-    def validate(ctx: OpContext):
-        out = ctx.outputs[0]
-        if out.type in zero_points:
-            zp = zero_points[out.type]
-            check(np.float32(out.scale) == np.float32(scale) and out.zero_point == zp,
-                  f"{ctx.operation.name}: output 0 ({out.type.name}) must have scale "
-                  f"1/{round(1 / scale)} and zeroPoint {zp}, got scale {out.scale} and "
-                  f"zeroPoint {out.zero_point}")
-    return validate
-
-
 def _sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
 _Q_ACTIVATION_SIGS = unary_sigs(1, (F32, Q8)) + unary_sigs(3, (F16,)) + unary_sigs(4, (Q8S,))
+#: LOGISTIC's output quantization (types.spec): scale 1/256, zeroPoint 0 (TENSOR_QUANT8_ASYMM,
+#: FL1) or -128 (TENSOR_QUANT8_ASYMM_SIGNED, FL4).
+_LOGISTIC_SIGS = (unary_sigs(1, (F32, Q8), out_quant={Q8: (1.0 / 256, 0)}) + unary_sigs(3, (F16,))
+                  + unary_sigs(4, (Q8S,), out_quant={Q8S: (1.0 / 256, -128)}))
+#: TANH's: scale 1/128, zeroPoint 128 (TENSOR_QUANT8_ASYMM, FL3) or 0 (signed, FL4).
+_TANH_SIGS = (unary_sigs(1, (F32,)) + unary_sigs(3, (F16,))
+              + unary_sigs(3, (Q8,), out_quant={Q8: (1.0 / 128, 128)})
+              + unary_sigs(4, (Q8S,), out_quant={Q8S: (1.0 / 128, 0)}))
 _DEQUANTIZE_SIGS = (unary_sigs(1, (Q8,), out_type=F32) + unary_sigs(3, (Q8,), out_type=F16)
                     + tuple(s for t in (T.TENSOR_QUANT8_SYMM, T.TENSOR_QUANT8_SYMM_PER_CHANNEL)
                             for o in (F32, F16) for s in unary_sigs(3, (t,), out_type=o))
                     + unary_sigs(4, (Q8S,), out_type=F32) + unary_sigs(4, (Q8S,), out_type=F16))
 
-def _unary_generator(lo: float, hi: float, out_quant=None):
-    """A draft hook preferring input values in [``lo``, ``hi``] (see :func:`draft_range`)
-    and stating the output quantization: ``out_quant`` {type: (scale, zeroPoint)} where
-    NNAPI fixes it, "input" for the input's own (RELU/RELU1/RELU6)."""
+def _unary_generator(lo: float, hi: float, same_quant: bool = False):
+    """A draft hook preferring input values in [``lo``, ``hi``] (see :func:`draft_range`);
+    ``same_quant``: a quantized output takes the input's scale and zeroPoint
+    (RELU/RELU1/RELU6). Outputs the spec fixes (LOGISTIC, TANH) take their slot's
+    ``fixed_quant``."""
     def generate(d) -> None:
         draft_range(d, 0, lo, hi)
-        t = d[0].type
-        if out_quant == "input" and t in QUANT8:
+        if same_quant and d[0].type in QUANT8:
             d.out_quant[0] = (d[0].scale, d[0].zero_point)
-        elif isinstance(out_quant, dict) and t in out_quant:
-            d.out_quant[0] = out_quant[t]
     return generate
 
 
@@ -441,13 +429,11 @@ def _generate_dequantize(d) -> None:
 
 
 _GENERATE = {
-    OperationType.RELU: _unary_generator(-4.0, 4.0, "input"),
-    OperationType.RELU1: _unary_generator(-3.0, 3.0, "input"),
-    OperationType.RELU6: _unary_generator(-8.0, 10.0, "input"),
-    OperationType.LOGISTIC: _unary_generator(
-        -6.0, 6.0, {t: (1.0 / 256, zp) for t, zp in LOGISTIC_OUTPUT_ZERO_POINT.items()}),
-    OperationType.TANH: _unary_generator(
-        -3.0, 3.0, {t: (1.0 / 128, zp) for t, zp in TANH_OUTPUT_ZERO_POINT.items()}),
+    OperationType.RELU: _unary_generator(-4.0, 4.0, True),
+    OperationType.RELU1: _unary_generator(-3.0, 3.0, True),
+    OperationType.RELU6: _unary_generator(-8.0, 10.0, True),
+    OperationType.LOGISTIC: _unary_generator(-6.0, 6.0),
+    OperationType.TANH: _unary_generator(-3.0, 3.0),
     OperationType.FLOOR: _unary_generator(-8.0, 8.0),
     OperationType.DEQUANTIZE: _generate_dequantize,
 }
@@ -459,11 +445,8 @@ for _op, _fn, _sigs, _summary, _validate in (
          "clamp(x, -1, 1)", _same_quant_validate),
         (OperationType.RELU6, lambda x: np.clip(x, 0, 6), _Q_ACTIVATION_SIGS,
          "clamp(x, 0, 6)", _same_quant_validate),
-        (OperationType.LOGISTIC, _sigmoid, _Q_ACTIVATION_SIGS, "1 / (1 + exp(-x))",
-         _fixed_quant_validate(1.0 / 256, LOGISTIC_OUTPUT_ZERO_POINT)),
-        (OperationType.TANH, np.tanh,
-         unary_sigs(1, (F32,)) + unary_sigs(3, (F16, Q8)) + unary_sigs(4, (Q8S,)),
-         "tanh(x)", _fixed_quant_validate(1.0 / 128, TANH_OUTPUT_ZERO_POINT)),
+        (OperationType.LOGISTIC, _sigmoid, _LOGISTIC_SIGS, "1 / (1 + exp(-x))", None),
+        (OperationType.TANH, np.tanh, _TANH_SIGS, "tanh(x)", None),
         (OperationType.FLOOR, np.floor, unary_sigs(1, (F32,)) + unary_sigs(3, (F16,)),
          "floor(x)", None),
         (OperationType.DEQUANTIZE, lambda x: x, _DEQUANTIZE_SIGS, "(q - zeroPoint) * scale",

@@ -32,8 +32,8 @@ import numpy as np
 
 from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
-from .conv import (GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, check_work, draft_bias,
-                   draft_count, draft_quantization, draft_rms, draft_target, draft_weights)
+from .window import (GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, check_work, draft_bias,
+                     draft_count, draft_quantization, draft_rms, draft_target, draft_weights)
 from .common import (apply_activation, bias_to_float, check_fuse_code, check_quant_bias,
                      meets_fl1_output_scale,
                      from_float, to_float)
@@ -124,4 +124,5 @@ def _generate(d) -> None:
 register(OperationDef(OperationType.FULLY_CONNECTED, SIGNATURES, prepare, execute,
                       validate=validate, generate=_generate,
                       summary="activation(input * weights' + bias), input flattened to 2-D",
-                      allows_zero_sized_input=True, aosp_source="FullyConnectedExecution.cpp"))
+                      allows_zero_sized_input=True, aosp_source="FullyConnectedExecution.cpp",
+                      weight_slots=("weights",)))

@@ -299,7 +299,10 @@ register(OperationDef(
               [tensor("output", t, None), tensor("hits", Q8, (1,), fixed_quant=(1.0, 0))]) for t in (F32, I32, Q8)),
     _hashtable_prepare, _hashtable_execute, generate=_generate_hashtable,
     summary="output[i] = values[j] where keys[j] == lookups[i], hits[i] = found",
-    aosp_source="CpuExecutor.cpp"))
+    aosp_source="CpuExecutor.cpp",
+    # coupling: no TENSOR_QUANT8_ASYMM_SIGNED form; hits is a 0/1 map at (1.0, 0), not a
+    # quantized value a zero-point shift could carry
+    coupling_excluded=True))
 
 
 # --- LSH_PROJECTION ------------------------------------------------------------------------
@@ -420,4 +423,7 @@ register(OperationDef(
     _lsh_signatures(),
     _lsh_prepare, _lsh_execute, generate=_generate_lsh,
     summary="locality-sensitive hash projection of input rows (farmhash Fingerprint64)",
-    allows_zero_sized_input=True, allows_omitted_operand=True, aosp_source="CpuExecutor.cpp"))
+    allows_zero_sized_input=True, allows_omitted_operand=True, aosp_source="CpuExecutor.cpp",
+    # coupling: no TENSOR_QUANT8_ASYMM_SIGNED form; a quant8 input is hashed byte by byte,
+    # so shifted stored values hash differently
+    coupling_excluded=True))

@@ -79,4 +79,5 @@ register(OperationDef(
               [tensor("output", T.TENSOR_INT32, (2,))])
           for t in (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16)),
     _prepare, _execute, validate=_validate,
-    summary="samples class indexes from softmax(logits) per row", aosp_source="CpuExecutor.cpp"))
+    summary="samples class indexes from softmax(logits) per row", aosp_source="CpuExecutor.cpp",
+    nondeterministic=True))

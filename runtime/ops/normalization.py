@@ -52,16 +52,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import OperandType, OperationType
-from .base import (RANKS_1_4, OpContext, OperationDef, check, register, scalar, sig,
+from .base import (RANKS_1_4, Arg, OpContext, OperationDef, check, register, scalar, sig,
                    tensor)
 from .common import from_float, read_axis, to_float
 from .elementwise import draft_range, linked
 
-__all__ = ["softmax", "l2_normalization", "local_response_normalization",
-           "SOFTMAX_QUANT8_OUTPUT_SCALE", "SOFTMAX_QUANT8_OUTPUT_ZERO_POINT",
-           "SOFTMAX_QUANT8_SIGNED_OUTPUT_ZERO_POINT", "L2_NORM_QUANT8_OUTPUT_SCALE",
-           "L2_NORM_QUANT8_OUTPUT_ZERO_POINT", "L2_NORM_QUANT8_SIGNED_OUTPUT_ZERO_POINT",
-           "L2_NORM_EPSILON"]
+__all__ = ["softmax", "l2_normalization", "local_response_normalization", "L2_NORM_EPSILON"]
 
 T = OperandType
 F32, F16, Q8, Q8S = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM,
@@ -69,21 +65,19 @@ F32, F16, Q8, Q8S = (T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_QUANT8_ASYMM,
 #: Scalar type of the float parameters (beta, bias, alpha, ...) for each tensor type.
 _FLOAT_SCALAR = {F32: T.FLOAT32, Q8: T.FLOAT32, Q8S: T.FLOAT32, F16: T.FLOAT16}
 
-#: SOFTMAX TENSOR_QUANT8_ASYMM output quantization required by the spec (FL1+): scale
-#: ``1.f / 256`` (exactly representable in binary32) and zeroPoint 0.
-SOFTMAX_QUANT8_OUTPUT_SCALE = np.float32(1.0 / 256)
-SOFTMAX_QUANT8_OUTPUT_ZERO_POINT = 0
-#: SOFTMAX TENSOR_QUANT8_ASYMM_SIGNED output (FL4): scale 1/256 as well, zeroPoint -128.
-SOFTMAX_QUANT8_SIGNED_OUTPUT_ZERO_POINT = -128
-_SOFTMAX_OUTPUT_ZERO_POINT = {Q8: SOFTMAX_QUANT8_OUTPUT_ZERO_POINT,
-                              Q8S: SOFTMAX_QUANT8_SIGNED_OUTPUT_ZERO_POINT}
-#: L2_NORMALIZATION TENSOR_QUANT8_ASYMM output quantization (FL3 spec): 1/128 and 128.
-L2_NORM_QUANT8_OUTPUT_SCALE = np.float32(1.0 / 128)
-L2_NORM_QUANT8_OUTPUT_ZERO_POINT = 128
-#: L2_NORMALIZATION TENSOR_QUANT8_ASYMM_SIGNED output (FL4 spec): scale 1/128, zeroPoint 0.
-L2_NORM_QUANT8_SIGNED_OUTPUT_ZERO_POINT = 0
-_L2_OUTPUT_ZERO_POINT = {Q8: L2_NORM_QUANT8_OUTPUT_ZERO_POINT,
-                         Q8S: L2_NORM_QUANT8_SIGNED_OUTPUT_ZERO_POINT}
+#: The output quantization the spec fixes (``Arg.fixed_quant`` of the output slots, checked
+#: by model validation): SOFTMAX scale ``1.f / 256`` (exactly representable in binary32),
+#: zeroPoint 0 (TENSOR_QUANT8_ASYMM, FL1) or -128 (TENSOR_QUANT8_ASYMM_SIGNED, FL4);
+#: L2_NORMALIZATION scale 1/128, zeroPoint 128 (TENSOR_QUANT8_ASYMM, FL3) or 0 (signed, FL4).
+_SOFTMAX_QUANT = {Q8: (1.0 / 256, 0), Q8S: (1.0 / 256, -128)}
+_L2_QUANT = {Q8: (1.0 / 128, 128), Q8S: (1.0 / 128, 0)}
+
+
+def _out(t, ranks, fixed: dict) -> Arg:
+    """The output slot of type ``t``: its spec-fixed quantization from ``fixed``."""
+    return tensor("output", t, ranks, fixed_quant=fixed.get(t), fixed_quant_at="validation")
+
+
 #: Lower bound of the L2 norm a slice is divided by (AOSP ``kEpsilon`` = 1e-6f).
 L2_NORM_EPSILON = float(np.float32(1e-6))
 
@@ -212,15 +206,8 @@ def _draft_axis(d, index: int | None) -> int:
 # --- SOFTMAX ---------------------------------------------------------------------------
 
 def _softmax_validate(ctx: OpContext) -> None:
-    """Model-time rules of SOFTMAX: a TENSOR_QUANT8_ASYMM output (FL1) has scale 1/256 and
-    zeroPoint 0, a TENSOR_QUANT8_ASYMM_SIGNED output (FL4) scale 1/256 and zeroPoint -128;
-    beta, when constant, is positive; a constant axis lies in [-rank, rank)."""
-    out = ctx.outputs[0]
-    if out.type in _SOFTMAX_OUTPUT_ZERO_POINT:
-        zp = _SOFTMAX_OUTPUT_ZERO_POINT[out.type]
-        check(np.float32(out.scale) == SOFTMAX_QUANT8_OUTPUT_SCALE and out.zero_point == zp,
-              f"SOFTMAX: output 0 ({out.type.name}) must have scale 1/256 and zeroPoint {zp}, "
-              f"got scale {out.scale} and zeroPoint {out.zero_point}")
+    """Model-time rules of SOFTMAX (beyond its output's fixed quantization, declared on the
+    output slots): beta, when constant, is positive; a constant axis lies in [-rank, rank)."""
     if ctx.has_value(1):
         _check_beta(ctx.scalar(1))
     _validate_axis(ctx, 2)
@@ -254,26 +241,24 @@ def _softmax_execute(ctx: OpContext) -> list[np.ndarray]:
 def _generate_softmax(d) -> None:
     """SOFTMAX drafts: beta positive (spec), log-uniform in [0.1, 10]; the axis (input 2,
     or the last) along a dimension above 1; quantized inputs spanning about [-6, 6]; the
-    quantized output 1/256 with zeroPoint 0 (TENSOR_QUANT8_ASYMM) or -128 (signed)."""
+    quantized output at its slot's fixed quantization."""
     d.param(1, float(np.exp(d.uniform(np.log(0.1), np.log(10.0)))))
     _draft_axis(d, 2 if len(d.slots) > 2 else None)
-    t = d[0].type
-    if t in _SOFTMAX_OUTPUT_ZERO_POINT:
+    if d[0].type in _SOFTMAX_QUANT:  # the output takes its slot's fixed_quant
         draft_range(d, 0, -6.0, 6.0)
-        d.out_quant[0] = (float(SOFTMAX_QUANT8_OUTPUT_SCALE), _SOFTMAX_OUTPUT_ZERO_POINT[t])
 
 
 _SOFTMAX_FL3 = tuple(sig(3, [tensor("input", t, RANKS_1_4), scalar("beta", _FLOAT_SCALAR[t])],
-                         [tensor("output", t, RANKS_1_4)]) for t in (F32, Q8, F16))
+                         [_out(t, RANKS_1_4, _SOFTMAX_QUANT)]) for t in (F32, Q8, F16))
 _SOFTMAX_FL4 = (sig(4, [tensor("input", Q8S, RANKS_1_4), scalar("beta", T.FLOAT32)],
-                    [tensor("output", Q8S, RANKS_1_4)]),)
+                    [_out(Q8S, RANKS_1_4, _SOFTMAX_QUANT)]),)
 register(OperationDef(
     OperationType.SOFTMAX,
     (
         sig(1, [tensor("input", F32, (2, 4)), scalar("beta", T.FLOAT32)],
             [tensor("output", F32, (2, 4))]),
         sig(1, [tensor("input", Q8, (2, 4)), scalar("beta", T.FLOAT32)],
-            [tensor("output", Q8, (2, 4))]),
+            [_out(Q8, (2, 4), _SOFTMAX_QUANT)]),
         *_SOFTMAX_FL3, *_with_axis(_SOFTMAX_FL3), *_SOFTMAX_FL4, *_with_axis(_SOFTMAX_FL4, 4),
     ),
     _softmax_prepare, _softmax_execute, validate=_softmax_validate, generate=_generate_softmax,
@@ -284,15 +269,8 @@ register(OperationDef(
 # --- L2_NORMALIZATION ------------------------------------------------------------------
 
 def _l2_validate(ctx: OpContext) -> None:
-    """Model-time rules: a TENSOR_QUANT8_ASYMM output has scale 1/128 and zeroPoint 128
-    (spec, FL3), a TENSOR_QUANT8_ASYMM_SIGNED one scale 1/128 and zeroPoint 0 (spec, FL4);
-    a constant axis lies in [-rank, rank)."""
-    out = ctx.outputs[0]
-    if out.type in _L2_OUTPUT_ZERO_POINT:
-        zp = _L2_OUTPUT_ZERO_POINT[out.type]
-        check(np.float32(out.scale) == L2_NORM_QUANT8_OUTPUT_SCALE and out.zero_point == zp,
-              f"L2_NORMALIZATION: output 0 ({out.type.name}) must have scale 1/128 and "
-              f"zeroPoint {zp}, got scale {out.scale} and zeroPoint {out.zero_point}")
+    """Model-time rules of L2_NORMALIZATION (beyond its output's fixed quantization,
+    declared on the output slots): a constant axis lies in [-rank, rank)."""
     _validate_axis(ctx, 1)
 
 
@@ -313,16 +291,13 @@ def _l2_execute(ctx: OpContext) -> list[np.ndarray]:
 
 def _generate_l2(d) -> None:
     """L2_NORMALIZATION drafts: the axis (input 1, or the last) along a dimension above 1;
-    the quantized output 1/128 with zeroPoint 128 (TENSOR_QUANT8_ASYMM) or 0 (signed)."""
+    the quantized output at its slot's fixed quantization."""
     _draft_axis(d, 1 if len(d.slots) > 1 else None)
-    t = d[0].type
-    if t in _L2_OUTPUT_ZERO_POINT:
-        d.out_quant[0] = (float(L2_NORM_QUANT8_OUTPUT_SCALE), _L2_OUTPUT_ZERO_POINT[t])
 
 
-_L2_FL3 = tuple(sig(3, [tensor("input", t, RANKS_1_4)], [tensor("output", t, RANKS_1_4)])
+_L2_FL3 = tuple(sig(3, [tensor("input", t, RANKS_1_4)], [_out(t, RANKS_1_4, _L2_QUANT)])
                 for t in (F32, F16, Q8))
-_L2_FL4 = (sig(4, [tensor("input", Q8S, RANKS_1_4)], [tensor("output", Q8S, RANKS_1_4)]),)
+_L2_FL4 = (sig(4, [tensor("input", Q8S, RANKS_1_4)], [_out(Q8S, RANKS_1_4, _L2_QUANT)]),)
 register(OperationDef(
     OperationType.L2_NORMALIZATION,
     (sig(1, [tensor("input", F32, (4,))], [tensor("output", F32, (4,))]),

@@ -38,8 +38,8 @@ from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (Window2D, apply_activation, check_fuse_code, check_same_quant, from_float,
                      from_nhwc, layout_dims, layout_flag, nhwc_dims, read_window,
                      sliding_windows, to_float, to_nhwc, window_args)
-from .conv import (GEN_MIN_OUTPUT, MAX_PADDED_ELEMENTS, MAX_TAPS, draft_linked, draft_spatial,
-                   draft_window_axis, padded_input, padded_size, param_window, tap_views)
+from .window import (GEN_MIN_OUTPUT, MAX_PADDED_ELEMENTS, MAX_TAPS, draft_linked, draft_spatial,
+                     draft_window_axis, padded_input, padded_size, param_window, tap_views)
 from .generation import quant_limits
 
 T = OperandType

@@ -242,7 +242,10 @@ register(OperationDef(
           tensor("output", Q8, (2,))]),),
     _prepare, _execute, generate=_generate_q16_lstm,
     summary="one LSTM step, 8-bit activations and weights, 16-bit cell state",
-    aosp_source="CpuExecutor.cpp"))
+    aosp_source="CpuExecutor.cpp",
+    # coupling: no TENSOR_QUANT8_ASYMM_SIGNED form (types.spec fixes its quant8 operands'
+    # quantization, 1/128 and zeroPoint 128)
+    coupling_excluded=True))
 
 
 # === QUANTIZED_LSTM (NNAPI code 95, feature level 4) ==========================================

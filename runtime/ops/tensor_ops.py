@@ -144,7 +144,9 @@ register(OperationDef(
     tuple(sig(RANK_LEVEL, [tensor("input", t, None)], [scalar("rank", T.INT32)])
           for t in RANK_TYPES),
     _rank_prepare, _rank_execute, summary="number of dimensions of a tensor (INT32 scalar)",
-    aosp_source="RankExecution.cpp"))
+    aosp_source="RankExecution.cpp",
+    # dynamic shapes: the output is an INT32 scalar, it has no dimensions to leave unknown
+    dynamic_shape_excluded=True))
 
 
 # --- PACK (FL6) -----------------------------------------------------------------------------

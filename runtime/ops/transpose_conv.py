@@ -61,10 +61,10 @@ from ..types import OperandType, OperationType, PaddingCode
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (apply_activation, check_fuse_code, from_float, from_nhwc, layout_dims,
                      nhwc_dims, to_float, to_nhwc)
-from .conv import (GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, TYPE_ROWS_FL1, TYPE_ROWS_FL3,
-                   TYPE_ROWS_FL4, bias_real, check_filter_quant, check_work, draft_bias,
-                   draft_count, draft_linked, draft_quantization, draft_rms, draft_spatial,
-                   draft_target, draft_weights, window_conv)
+from .conv import TYPE_ROWS_FL1, TYPE_ROWS_FL3, TYPE_ROWS_FL4
+from .window import (GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, bias_real, check_filter_quant,
+                     check_work, draft_bias, draft_count, draft_linked, draft_quantization,
+                     draft_rms, draft_spatial, draft_target, draft_weights, window_conv)
 
 T = OperandType
 

@@ -32,7 +32,8 @@ from concurrent import futures
 from ..errors import HalError
 from ..hal.sync import ExecutionCallback, SyncFence
 from ..hal.types import BufferDesc
-from ..tools.argparsing import OneLineParser
+from ..argparsing import OneLineParser
+from ..drivers import DriverNotFound, load_driver
 from ..types import MAX_NUMBER_OF_CACHE_FILES, ErrorStatus, MeasureTiming, PreferenceCode, PriorityCode
 from . import hal_pb2_grpc
 from . import wire
@@ -488,7 +489,6 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"nncts driver host: {e}", file=sys.stderr)
         return 2
-    from ..drivers import DriverNotFound, load_driver
     try:
         device = load_driver(args.driver)
     except (DriverNotFound, TypeError) as e:

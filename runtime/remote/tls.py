@@ -30,7 +30,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..tools.argparsing import OneLineParser
+from ..argparsing import OneLineParser
 
 #: The three files of one end, as option suffixes: ``--tls-key`` / ``--driver-endpoint-key``...
 PARTS = ("key", "cert", "ca")

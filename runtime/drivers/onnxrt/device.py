@@ -20,6 +20,8 @@ from ...hal.types import Capabilities, MemoryDomainToken, Model, OutputShape, Pe
 from ...hal.validate import merged_dimensions, validate_model, validate_prepare_arguments, validate_request
 from ...types import (DeviceTypeCode, ErrorStatus, MeasureTiming, OperandLifeTime, OperandType,
                       PreferenceCode, PriorityCode, is_tensor_type, operand_dtype)
+from .builder import OPSET, Builder, Unsupported, onnx_elem_type
+from .translate import translate_operation
 
 INSTALL_HINT = "the onnxruntime driver needs `pip install nncts[engine]`"
 FEATURE_LEVEL = 7
@@ -34,12 +36,6 @@ def _engine():
     except ImportError as e:
         raise ImportError(f"{INSTALL_HINT} ({e})") from None
     return onnx, onnxruntime
-
-
-def _translate_module():
-    _engine()
-    from . import translate
-    return translate
 
 
 class OnnxRuntimePreparedModel(IPreparedModel):
@@ -129,15 +125,15 @@ class OnnxRuntimeDevice(IDevice):
     # --- support -------------------------------------------------------------------------
     def unsupported_reason(self, model: Model, operation, level: int | None) -> str | None:
         """Why this use of ``operation`` (of ``model.main``) is not mapped; None if it is."""
-        tr = _translate_module()
+        _engine()
         name = getattr(operation.type, "name", str(operation.type))
         if level is None or level > FEATURE_LEVEL:
             return f"{name}: feature level {level} is above {FEATURE_LEVEL}"
-        b = tr.Builder(model, model.main)
+        b = Builder(model, model.main)
         b.where = name
         try:
-            tr.translate_operation(b, operation)
-        except tr.Unsupported as e:
+            translate_operation(b, operation)
+        except Unsupported as e:
             return str(e)
         return None
 
@@ -175,20 +171,19 @@ class OnnxRuntimeDevice(IDevice):
     def to_onnx(self, model: Model):
         """(ONNX ModelProto of ``model.main``, graph output names in HAL output order)."""
         onnx, _ = _engine()
-        tr = _translate_module()
         h = onnx.helper
         sg = model.main
-        b = tr.Builder(model, sg)
+        b = Builder(model, sg)
         for k, op in enumerate(sg.operations):
             b.where = f"operation {k} ({getattr(op.type, 'name', op.type)})"
             try:
-                tr.translate_operation(b, op)
-            except tr.Unsupported as e:  # checked before; kept for callers of to_onnx alone
+                translate_operation(b, op)
+            except Unsupported as e:  # checked before; kept for callers of to_onnx alone
                 raise HalError(ErrorStatus.INVALID_ARGUMENT, f"{b.where}: {e}") from None
 
         def value_info(idx: int, with_shape: bool):
             o = sg.operands[idx]
-            elem = tr.onnx_elem_type(o.type)
+            elem = onnx_elem_type(o.type)
             if not is_tensor_type(o.type):
                 return h.make_tensor_value_info(f"v{idx}", elem, [])
             dims = list(o.dimensions)
@@ -199,6 +194,6 @@ class OnnxRuntimeDevice(IDevice):
                   if sg.operands[i].lifetime == OperandLifeTime.SUBGRAPH_INPUT]
         outputs = [value_info(i, False) for i in sg.output_indexes]
         graph = h.make_graph(b.nodes, "nnapi", inputs, outputs, initializer=b.initializers)
-        proto = h.make_model(graph, opset_imports=[h.make_opsetid("", tr.OPSET)], producer_name="nncts")
+        proto = h.make_model(graph, opset_imports=[h.make_opsetid("", OPSET)], producer_name="nncts")
         proto.ir_version = 8
         return proto, [f"v{i}" for i in sg.output_indexes]

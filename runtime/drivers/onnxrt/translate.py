@@ -1,87 +1,29 @@
-"""NNAPI HAL model -> ONNX graph, for the ``onnxruntime`` driver.
+"""NNAPI HAL model -> ONNX graph, for the ``onnxruntime`` driver: the entry point.
 
-One entry per NNAPI operation in :data:`TABLE` (``OperationType -> Entry``): the operand
-types it accepts for input 0 (the tensor that fixes the signature's type) and a function
-that emits the ONNX nodes of one use of the operation into a :class:`Builder`. A function
-raises :class:`Unsupported` (the reason) when this use needs something ONNX or the adapter
-does not map faithfully (a parameter given as a model input, a padding scheme, mixed
-quantization, ...); ``get_supported_operations`` answers False for exactly those uses, by
-translating each operation alone.
+One entry per NNAPI operation in :data:`.builder.TABLE` (``OperationType -> Entry``): the
+operand types it accepts for the deciding input (the tensor that fixes the signature's
+type) and a function that emits the ONNX nodes of one use of the operation into a
+:class:`.builder.Builder`. A function raises :class:`.builder.Unsupported` (the reason)
+when this use needs something ONNX or the adapter does not map faithfully (a parameter
+given as a model input, a padding scheme, mixed quantization, ...);
+``get_supported_operations`` answers False for exactly those uses, by translating each
+operation alone.
 
-This module: the builder and the element-wise, activation, comparison/logical and softmax
-operations. :mod:`.translate_shape` adds the shape, data-movement, reduction, arg/top-k and
-matmul operations; :mod:`.translate_nn` convolution, pooling, resizing, normalization and
-quantization (both register into the same table).
+The rules live in three modules, all imported here so that the table is complete before
+:func:`translate_operation` runs: :mod:`.translate_elementwise` (element-wise, activation,
+comparison/logical and softmax operations), :mod:`.translate_shape` (shape, data-movement,
+reduction, arg/top-k and matmul operations) and :mod:`.translate_nn` (convolution, pooling,
+resizing, normalization and quantization).
 
 Semantics follow the NNAPI documentation as the reference modules under ``runtime/ops``
 state them (parameter order, rounding, broadcast); nothing here computes with them. ONNX
-opset 18. onnx is imported by the caller (:mod:`.device`) before anything here runs.
+opset 18 (:data:`.builder.OPSET`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
-import numpy as np
-
-from ...hal.validate import constant_value
-from ...types import OperandLifeTime as L
-from ...types import OperandType as T
 from ...types import OperationType as O
-
-OPSET = 18
-INT64_MAX = np.iinfo(np.int64).max
-INT64_MIN = np.iinfo(np.int64).min
-
-F32, F16, I32, BOOL8 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8
-QA8, QA8S = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
-FLOATS = frozenset({F32, F16})
-NUMERIC = frozenset({F32, F16, I32})
-QUANT8 = frozenset({QA8, QA8S})
-#: Types moved without arithmetic (shape operations): floats, int32, bool and 8-bit quantized
-#: (the latter only when every output keeps input 0's scale and zero point).
-DATA = frozenset({F32, F16, I32, BOOL8, QA8, QA8S})
-
-
-class Unsupported(Exception):
-    """This use of an operation is not mapped (the message says why)."""
-
-
-def onnx_elem_type(t) -> int:
-    """The ONNX TensorProto element type of an NNAPI operand type."""
-    from onnx import TensorProto as P
-    table = {T.TENSOR_FLOAT32: P.FLOAT, T.FLOAT32: P.FLOAT, T.TENSOR_FLOAT16: P.FLOAT16,
-             T.FLOAT16: P.FLOAT16, T.TENSOR_INT32: P.INT32, T.INT32: P.INT32, T.UINT32: P.UINT32,
-             T.TENSOR_BOOL8: P.BOOL, T.BOOL: P.BOOL, T.TENSOR_QUANT8_ASYMM: P.UINT8,
-             T.TENSOR_QUANT8_ASYMM_SIGNED: P.INT8, T.TENSOR_QUANT8_SYMM: P.INT8,
-             T.TENSOR_QUANT8_SYMM_PER_CHANNEL: P.INT8, T.TENSOR_QUANT16_SYMM: P.INT16,
-             T.TENSOR_QUANT16_ASYMM: P.UINT16}
-    if t not in table:
-        raise Unsupported(f"operand type {getattr(t, 'name', t)} has no ONNX element type")
-    return table[t]
-
-
-@dataclass
-class Entry:
-    """How one NNAPI operation maps: ``types`` accepted for input 0 as they are, ``qdq``
-    8-bit quantized types computed on dequantized values (ONNX's QDQ form:
-    DequantizeLinear -> float operation -> QuantizeLinear with the output's scale and zero
-    point, which onnxruntime fuses into its quantized kernels where it has them), and
-    ``emit(b, op)``."""
-
-    types: frozenset
-    emit: Callable
-    qdq: frozenset = frozenset()
-
-
-TABLE: dict[O, Entry] = {}
-
-
-def op(op_type: O, types, qdq=()):
-    def register(fn):
-        TABLE[op_type] = Entry(frozenset(types), fn, frozenset(qdq))
-        return fn
-    return register
+from . import translate_elementwise, translate_nn, translate_shape  # noqa: F401  (fill TABLE)
+from .builder import TABLE, Builder, Unsupported
 
 
 def deciding_input(operation) -> int:
@@ -89,7 +31,7 @@ def deciding_input(operation) -> int:
     return 1 if operation.type in (O.PACK, O.SELECT, O.EMBEDDING_LOOKUP) else 0
 
 
-def translate_operation(b: "Builder", operation) -> None:
+def translate_operation(b: Builder, operation) -> None:
     """Emit ``operation`` into ``b``: as it is when its type is in the entry's ``types``,
     else (or when that is Unsupported) in QDQ form when the entry allows it. Raises
     Unsupported with the reason; ``b`` is left as it was on failure."""
@@ -114,300 +56,3 @@ def translate_operation(b: "Builder", operation) -> None:
                 raise Unsupported(f"{name}: {e}") from None
         finally:
             b.qdq = False
-
-
-class Builder:
-    """Collects the ONNX nodes and initializers of (part of) a subgraph; operand ``i`` of
-    the subgraph is the ONNX value ``v{i}``."""
-
-    def __init__(self, model, sg):
-        from onnx import helper, numpy_helper
-        self.helper, self.numpy_helper = helper, numpy_helper
-        self.model, self.sg = model, sg
-        self.nodes, self.initializers = [], []
-        self._constants: dict[int, str] = {}
-        self._n = 0
-        self.where = ""  # "operation k (TYPE)", for node names and messages
-        self.qdq = False  # quantized operands read dequantized, outputs quantized
-
-    def snapshot(self):
-        return len(self.nodes), len(self.initializers), dict(self._constants)
-
-    def restore(self, state) -> None:
-        n_nodes, n_init, constants = state
-        del self.nodes[n_nodes:], self.initializers[n_init:]
-        self._constants = constants
-
-    # --- operands --------------------------------------------------------------------
-    def operand(self, idx: int):
-        return self.sg.operands[idx]
-
-    def type_of(self, op, k: int):
-        """Input ``k``'s type as the emitted nodes see it (float32 for a quantized operand
-        in QDQ mode)."""
-        t = self.operand(op.inputs[k]).type
-        return F32 if self.qdq and t in QUANT8 else t
-
-    def dims(self, idx: int) -> list[int]:
-        return list(self.operand(idx).dimensions)
-
-    def rank(self, op, k: int = 0) -> int:
-        """Rank of input ``k`` (Unsupported when unknown)."""
-        d = self.operand(op.inputs[k]).dimensions
-        if not d:
-            raise Unsupported(f"input {k} has unknown rank")
-        return len(d)
-
-    def static_dims(self, op, k: int) -> list[int]:
-        d = self.dims(op.inputs[k])
-        if not d or 0 in d:
-            raise Unsupported(f"input {k} needs known dimensions, has {d}")
-        return d
-
-    def omitted(self, op, k: int) -> bool:
-        return k >= len(op.inputs) or self.operand(op.inputs[k]).lifetime == L.NO_VALUE
-
-    def is_constant(self, op, k: int) -> bool:
-        return self.operand(op.inputs[k]).lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE)
-
-    def constant(self, op, k: int) -> np.ndarray:
-        """The value of constant input ``k`` (Unsupported when it is not a constant)."""
-        o = self.operand(op.inputs[k])
-        if o.lifetime not in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE):
-            raise Unsupported(f"input {k} must be a constant for this mapping")
-        return np.array(constant_value(self.model, o))
-
-    def scalar(self, op, k: int, default=None):
-        """Python value of scalar parameter ``k``; ``default`` when omitted."""
-        if self.omitted(op, k):
-            if default is None:
-                raise Unsupported(f"input {k} is omitted")
-            return default
-        v = self.constant(op, k).reshape(-1)
-        if v.size != 1:
-            raise Unsupported(f"input {k} is not a scalar")
-        return v[0].item()
-
-    def raw_input(self, op, k: int) -> str:
-        """ONNX name of tensor input ``k`` as stored (a constant becomes an initializer, once)."""
-        idx = op.inputs[k]
-        o = self.operand(idx)
-        if o.lifetime == L.NO_VALUE:
-            raise Unsupported(f"input {k} has no value")
-        if o.lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE):
-            if idx not in self._constants:
-                self._constants[idx] = self.const(np.array(constant_value(self.model, o)), f"c{idx}")
-            return self._constants[idx]
-        if o.lifetime == L.SUBGRAPH:
-            raise Unsupported(f"input {k} is a subgraph reference")
-        return f"v{idx}"
-
-    def input(self, op, k: int) -> str:
-        """ONNX name of tensor input ``k`` (a constant becomes an initializer, once); in
-        QDQ mode a quantized input is dequantized to float32."""
-        name = self.raw_input(op, k)
-        o = self.operand(op.inputs[k])
-        if self.qdq and o.type in QUANT8:
-            return self.node("DequantizeLinear", [name, self.scalar_like(o.scale, F32),
-                                                  self.scalar_like(o.zero_point, o.type)])
-        return name
-
-    def same_quant(self, op, ins=(0,), outs=(0,)):
-        """Quantized operands must share input 0's scale and zero point (data moves only)."""
-        first = self.operand(op.inputs[ins[0]])
-        if first.type not in QUANT8 or self.qdq:
-            return
-        for idx in [op.inputs[k] for k in ins] + [op.outputs[j] for j in outs]:
-            o = self.operand(idx)
-            if (o.scale, o.zero_point) != (first.scale, first.zero_point):
-                raise Unsupported("quantized operands with different scale/zero point "
-                                  "(the adapter maps data moves only)")
-
-    # --- emitting --------------------------------------------------------------------
-    def fresh(self, hint: str = "t") -> str:
-        self._n += 1
-        return f"{hint}_{self._n}"
-
-    def const(self, value, hint: str = "k", dtype=None) -> str:
-        name = self.fresh(hint)
-        arr = np.asarray(value, dtype=dtype)
-        self.initializers.append(self.numpy_helper.from_array(arr.copy(order="C"), name))  # 0-d stays 0-d
-        return name
-
-    def i64(self, values) -> str:
-        return self.const(np.asarray(values, np.int64).reshape(-1), "i64")
-
-    def scalar_like(self, value, t) -> str:
-        """A 0-d constant of the numpy dtype of NNAPI tensor type ``t``."""
-        from ...types import operand_dtype
-        return self.const(np.asarray(value, operand_dtype(t)), "s")
-
-    def node(self, op_type: str, inputs, n_out: int = 1, domain: str = "", **attrs):
-        """Emit one node; returns its output name (or list of names for n_out > 1)."""
-        outs = [self.fresh(op_type.lower()) for _ in range(n_out)]
-        self.nodes.append(self.helper.make_node(op_type, list(inputs), outs,
-                                                name=f"{self.where} {op_type} {self._n}".strip(),
-                                                domain=domain or None, **attrs))
-        return outs[0] if n_out == 1 else outs
-
-    def result(self, op, j: int, name: str) -> None:
-        """Bind ``name`` to output ``j`` of ``op`` (quantized first in QDQ mode)."""
-        o = self.operand(op.outputs[j])
-        if self.qdq and o.type in QUANT8:
-            name = self.node("QuantizeLinear", [name, self.scalar_like(o.scale, F32),
-                                                self.scalar_like(o.zero_point, o.type)])
-        self.nodes.append(self.helper.make_node("Identity", [name], [f"v{op.outputs[j]}"],
-                                                name=f"{self.where} output {j}"))
-
-    def cast(self, name: str, t) -> str:
-        return self.node("Cast", [name], to=onnx_elem_type(t))
-
-    def fuse(self, name: str, code: int, out_operand=None) -> str:
-        """Apply NNAPI FuseCode ``code`` (NONE/RELU/RELU1/RELU6) to ``name``; for a
-        quantized output the clamp is in its integer domain."""
-        if code == 0:
-            return name
-        if code not in (1, 2, 3):
-            raise Unsupported(f"fuse code {code}")
-        lo, hi = {1: (0.0, None), 2: (-1.0, 1.0), 3: (0.0, 6.0)}[code]
-        t = out_operand.type if out_operand is not None else F32
-        if t in QUANT8 and self.qdq:
-            t = F32
-        if t in QUANT8:
-            qmin, qmax = (0, 255) if t == QA8 else (-128, 127)
-            s, z = out_operand.scale, out_operand.zero_point
-            qlo = max(qmin, z + int(np.round(lo / s)))
-            qhi = qmax if hi is None else min(qmax, z + int(np.round(hi / s)))
-            return self.node("Clip", [name, self.scalar_like(qlo, t), self.scalar_like(qhi, t)])
-        if code == 1:
-            return self.node("Relu", [name])
-        return self.node("Clip", [name, self.scalar_like(lo, t), self.scalar_like(hi, t)])
-
-    def to_nchw(self, name: str) -> str:
-        return self.node("Transpose", [name], perm=[0, 3, 1, 2])
-
-    def to_nhwc(self, name: str) -> str:
-        return self.node("Transpose", [name], perm=[0, 2, 3, 1])
-
-
-def unary(onnx_op: str, types=FLOATS, **attrs):
-    def emit(b: Builder, op):
-        b.result(op, 0, b.node(onnx_op, [b.input(op, 0)], **attrs))
-    return types, emit
-
-
-for _t, _onnx, _types in [
-        (O.ABS, "Abs", NUMERIC), (O.EXP, "Exp", FLOATS), (O.LOG, "Log", FLOATS),
-        (O.SQRT, "Sqrt", FLOATS), (O.NEG, "Neg", NUMERIC), (O.SIN, "Sin", FLOATS),
-        (O.FLOOR, "Floor", FLOATS), (O.LOGISTIC, "Sigmoid", FLOATS), (O.TANH, "Tanh", FLOATS),
-        (O.RELU, "Relu", FLOATS), (O.HARD_SWISH, "HardSwish", FLOATS),
-        (O.LOGICAL_NOT, "Not", {BOOL8})]:
-    op(_t, _types, QUANT8)(unary(_onnx, _types)[1])
-
-
-@op(O.RSQRT, FLOATS, QUANT8)
-def _rsqrt(b, op):
-    b.result(op, 0, b.node("Reciprocal", [b.node("Sqrt", [b.input(op, 0)])]))
-
-
-@op(O.RELU1, FLOATS, QUANT8)
-def _relu1(b, op):
-    t = b.type_of(op, 0)
-    b.result(op, 0, b.node("Clip", [b.input(op, 0), b.scalar_like(-1, t), b.scalar_like(1, t)]))
-
-
-@op(O.RELU6, FLOATS, QUANT8)
-def _relu6(b, op):
-    t = b.type_of(op, 0)
-    b.result(op, 0, b.node("Clip", [b.input(op, 0), b.scalar_like(0, t), b.scalar_like(6, t)]))
-
-
-@op(O.ELU, FLOATS, QUANT8)
-def _elu(b, op):
-    b.result(op, 0, b.node("Elu", [b.input(op, 0)], alpha=float(b.scalar(op, 1))))
-
-
-@op(O.PRELU, FLOATS, QUANT8)
-def _prelu(b, op):
-    # NNAPI broadcasts input and alpha both ways (ONNX PRelu only alpha to input): select.
-    x, alpha = b.input(op, 0), b.input(op, 1)
-    neg = b.node("Less", [x, b.scalar_like(0, b.type_of(op, 0))])
-    b.result(op, 0, b.node("Where", [neg, b.node("Mul", [x, alpha]), x]))
-
-
-def _binary_fused(onnx_op: str):
-    def emit(b, op):
-        t = b.type_of(op, 0)
-        code = b.scalar(op, 2)
-        a, c = b.input(op, 0), b.input(op, 1)
-        if t == I32 and onnx_op == "Div":  # NNAPI: floor division; x / 0 = 0 (AOSP)
-            zero = b.node("Equal", [c, b.scalar_like(0, I32)])
-            safe = b.node("Where", [zero, b.scalar_like(1, I32), c])
-            exact = b.node("Sub", [a, b.node("Mod", [a, safe], fmod=0)])
-            y = b.node("Div", [exact, safe])
-            y = b.node("Where", [zero, b.scalar_like(0, I32), y])
-        else:
-            y = b.node(onnx_op, [a, c])
-        b.result(op, 0, b.fuse(y, code, b.operand(op.outputs[0])))
-    return emit
-
-
-for _t, _onnx in [(O.ADD, "Add"), (O.SUB, "Sub"), (O.MUL, "Mul"), (O.DIV, "Div")]:
-    op(_t, NUMERIC, QUANT8)(_binary_fused(_onnx))
-
-
-def _binary(onnx_op: str, negate: bool = False):
-    def emit(b, op):
-        y = b.node(onnx_op, [b.input(op, 0), b.input(op, 1)])
-        b.result(op, 0, b.node("Not", [y]) if negate else y)
-    return emit
-
-
-for _t, _onnx, _types, _neg in [
-        (O.MAXIMUM, "Max", NUMERIC, False), (O.MINIMUM, "Min", NUMERIC, False),
-        (O.POW, "Pow", FLOATS, False),
-        (O.EQUAL, "Equal", NUMERIC | {BOOL8}, False), (O.NOT_EQUAL, "Equal", NUMERIC | {BOOL8}, True),
-        (O.GREATER, "Greater", NUMERIC, False), (O.GREATER_EQUAL, "GreaterOrEqual", NUMERIC, False),
-        (O.LESS, "Less", NUMERIC, False), (O.LESS_EQUAL, "LessOrEqual", NUMERIC, False),
-        (O.LOGICAL_AND, "And", {BOOL8}, False), (O.LOGICAL_OR, "Or", {BOOL8}, False)]:
-    op(_t, _types, QUANT8)(_binary(_onnx, _neg))
-
-
-@op(O.SELECT, NUMERIC | {BOOL8}, QUANT8)
-def _select(b, op):
-    b.result(op, 0, b.node("Where", [b.input(op, 0), b.input(op, 1), b.input(op, 2)]))
-
-
-@op(O.CAST, NUMERIC | {QA8})
-def _cast(b, op):
-    src, dst = b.type_of(op, 0), b.operand(op.outputs[0]).type
-    if dst not in NUMERIC | {QA8}:
-        raise Unsupported(f"CAST to {dst.name}")
-    x = b.input(op, 0)
-    if dst == QA8 and src in FLOATS:  # NNAPI: clamp to [0, 255], then truncate
-        t = src
-        x = b.node("Clip", [x, b.scalar_like(0, t), b.scalar_like(255, t)])
-    elif dst == QA8 and src == I32:
-        x = b.node("Clip", [x, b.scalar_like(0, I32), b.scalar_like(255, I32)])
-    b.result(op, 0, b.cast(x, dst))
-
-
-@op(O.SOFTMAX, FLOATS, QUANT8)
-def _softmax(b, op):
-    beta = float(b.scalar(op, 1))
-    axis = int(b.scalar(op, 2, -1))
-    x = b.input(op, 0)
-    if beta != 1.0:
-        x = b.node("Mul", [x, b.scalar_like(beta, b.type_of(op, 0))])
-    b.result(op, 0, b.node("Softmax", [x], axis=axis))
-
-
-@op(O.LOG_SOFTMAX, FLOATS, QUANT8)
-def _log_softmax(b, op):
-    beta = float(b.scalar(op, 1))
-    axis = int(b.scalar(op, 2))
-    x = b.node("Mul", [b.input(op, 0), b.scalar_like(beta, b.type_of(op, 0))])
-    b.result(op, 0, b.node("LogSoftmax", [x], axis=axis))
-
-
-from . import translate_nn, translate_shape  # noqa: E402,F401  (register the rest of TABLE)

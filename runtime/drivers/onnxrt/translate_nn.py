@@ -2,7 +2,7 @@
 GROUPED_CONV_2D, the 2-D poolings, FULLY_CONNECTED, RESIZE_*, L2_NORMALIZATION,
 LOCAL_RESPONSE_NORMALIZATION, INSTANCE_NORMALIZATION, CHANNEL_SHUFFLE,
 BATCH_TO_SPACE_ND / SPACE_TO_BATCH_ND, QUANTIZE and DEQUANTIZE (registered into
-:data:`.translate.TABLE`).
+:data:`.builder.TABLE`).
 
 NNAPI images are NHWC unless the layout flag (a BOOL input) is true; ONNX's are NCHW, so an
 NHWC tensor is transposed in and out around the ONNX node. Padding: explicit NNAPI paddings
@@ -17,8 +17,8 @@ import numpy as np
 
 from ...types import OperandType as T
 from ...types import OperationType as O
-from .translate import (DATA, F16, F32, FLOATS, I32, QA8, QA8S, QUANT8, Builder, Unsupported,
-                        op)
+from .builder import (DATA, F16, F32, FLOATS, I32, QA8, QA8S, QUANT8, Builder, Unsupported,
+                      op)
 
 BOOL = T.BOOL
 PER_CHANNEL = T.TENSOR_QUANT8_SYMM_PER_CHANNEL

@@ -2,7 +2,7 @@
 TRANSPOSE, CONCATENATION, PACK, SPLIT, GATHER, EMBEDDING_LOOKUP, SLICE, STRIDED_SLICE, PAD,
 PAD_V2, MIRROR_PAD, REVERSE, TILE, FILL, RANK, DEPTH_TO_SPACE, SPACE_TO_DEPTH), reductions
 (MEAN, REDUCE_*), ARGMAX/ARGMIN, TOPK_V2 and BATCH_MATMUL (registered into
-:data:`.translate.TABLE`).
+:data:`.builder.TABLE`).
 
 8-bit quantized tensors are only moved here, never computed on: a use whose outputs do not
 keep input 0's scale and zero point is not mapped (``Builder.same_quant``).
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .translate import (BOOL8, DATA, FLOATS, I32, INT64_MAX, INT64_MIN, NUMERIC, QUANT8,
-                        Unsupported, op)
 from ...types import OperationType as O
+from .builder import (BOOL8, DATA, FLOATS, I32, INT64_MAX, INT64_MIN, NUMERIC, QUANT8,
+                      Unsupported, op)
 
 @op(O.RESHAPE, DATA, QUANT8)
 def _reshape(b, op):

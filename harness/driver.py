@@ -1,0 +1,50 @@
+"""The driver under test, read once per run: its spec from the command line and its HAL
+device, loaded on first use and shared by the session fixture, the profile
+(:mod:`harness.requirements`) and the suites' collection (the VTS asks it about every model,
+random graphs read its feature level). Under ``--driver-process`` that is one driver process
+for the whole run, not one per reader."""
+from __future__ import annotations
+
+import pytest
+
+from runtime.hal.interfaces import IDevice
+from runtime.loader import DriverNotFound, load_driver
+from runtime.remote.access import ENDPOINT_TLS_HELP
+from runtime.remote.client import ENDPOINT_PREFIX, PROCESS_PREFIX
+
+#: Options (dests) of a driver endpoint: the address and the client's mutual-TLS files.
+ENDPOINT_OPTIONS = ("driver_endpoint", *(f"driver_endpoint_{part}" for part in ENDPOINT_TLS_HELP))
+
+_HAL = pytest.StashKey[IDevice]()
+
+
+def driver_spec(config) -> str:
+    """The driver spec of ``--driver`` as ``--driver-process`` / ``--driver-endpoint`` make
+    it (``process:NAME``, ``endpoint:ADDRESS``; see :func:`runtime.loader.load_driver`)."""
+    if config.getoption("driver_endpoint", None):
+        return ENDPOINT_PREFIX + config.getoption("driver_endpoint")
+    if config.getoption("driver_process", False):
+        return PROCESS_PREFIX + config.getoption("driver")
+    return config.getoption("driver")
+
+
+def driver_hal(config) -> IDevice:
+    """The HAL device of the run's driver (loaded once per pytest process, kept on
+    ``config``). Raises pytest.UsageError naming ``--driver`` when it does not load (an
+    unknown name, a factory that returns no IDevice, a driver process that cannot start)."""
+    if _HAL not in config.stash:
+        try:
+            config.stash[_HAL] = load_driver(driver_spec(config))
+        except (DriverNotFound, TypeError) as e:
+            raise pytest.UsageError(f"--driver: {e}") from None
+    return config.stash[_HAL]
+
+
+def driver_identity(config) -> tuple[str, int]:
+    """(name, feature level) the driver reports (``IDevice.get_name`` /
+    ``get_feature_level``), asked once per run."""
+    key = "_nncts_driver_identity"
+    if not hasattr(config, key):
+        hal = driver_hal(config)
+        setattr(config, key, (hal.get_name(), int(hal.get_feature_level())))
+    return getattr(config, key)

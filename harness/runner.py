@@ -1,0 +1,296 @@
+"""Run one corpus test model through the front end (Model -> Compilation -> Execution) on a
+device, in one execution mode (:mod:`harness.modes`), and judge it with the NNAPI accuracy
+criteria."""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from runtime.errors import NnapiError
+from runtime.nnapi import Compilation, Device, Execution, Model, get_supported_operations_for_devices
+from runtime.nnapi.burst import Burst
+from runtime.testing.criteria import judge
+from runtime.testing.frontend import build_model  # noqa: F401  (re-exported for tests)
+from runtime.testing.hal_convert import to_hal_model
+from runtime.testing.support import not_implemented_reason
+from runtime.testing.test_model import TestModel
+from runtime.testing.transforms import with_dynamic_outputs, with_signed_quantization
+from runtime.types import NO_TIMING, DurationCode, OperandType, ResultCode
+
+from .binding import Binding
+from .changed_inputs import changed_inputs
+from .modes import BASE, Mode
+
+#: Longest the harness waits on an asynchronous or fenced completion by default (seconds).
+WAIT_LIMIT_S = 30.0
+
+
+@dataclass
+class Outcome:
+    """Result of one test model in one mode: ``status`` is passed, failed or skipped;
+    ``message`` says why; ``skip_kind`` groups skips (not_implemented, feature_level,
+    unsupported_by_driver)."""
+
+    status: str
+    message: str = ""
+    skip_kind: str = ""
+    details: list[str] = field(default_factory=list)
+
+
+class Failure(Exception):
+    """A check of the harness failed (the message says which)."""
+
+
+def skip_reason(tm: TestModel, device: Device) -> tuple[str, str] | None:
+    """(kind, reason) when ``tm`` cannot be judged yet on ``device``, else None."""
+    reason = not_implemented_reason(to_hal_model(tm), signatures_too=not tm.expect_failure)
+    if reason:
+        return "not_implemented", reason
+    if tm.feature_level > device.feature_level:
+        return "feature_level", (f"not implemented by the driver: the model needs feature level "
+                                 f"{tm.feature_level}, driver {device.name} implements up to "
+                                 f"{device.feature_level}")
+    return None
+
+
+def variant(tm: TestModel, mode: Mode) -> TestModel:
+    """``tm`` as ``mode`` runs it: signed quantization, unspecified output dimensions."""
+    if mode.coupling:
+        tm = with_signed_quantization(tm)
+    if mode.outputs != "specified":
+        tm = with_dynamic_outputs(tm)
+    return tm
+
+
+def scratch_dir() -> str | None:
+    """Where cache-mode compilations put their cache files when no ``workdir`` is given: a
+    memory file system (``/dev/shm``) when there is a writable one, since creating and
+    removing a few small files per model costs milliseconds on a disk and the caches never
+    outlive the test; else the system's temporary directory (None)."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+
+
+SCRATCH = scratch_dir()
+
+
+def _compile(model: Model, device: Device, tm: TestModel, mode: Mode, workdir: Path | None) -> Compilation:
+    """Compile for ``device`` only; in cache mode compile once to write the cache, then again
+    (from the cache) and return that second compilation."""
+    def compile_once(cache_dir=None, token=None) -> Compilation:
+        c = Compilation.create_for_devices(model, [device])
+        if cache_dir is not None:
+            c.set_caching(cache_dir, token)
+        c.finish()
+        return c
+
+    if not mode.cache:
+        return compile_once()
+    token = hashlib.sha256(tm.test_id.encode()).digest()
+    cache_dir = Path(tempfile.mkdtemp(prefix="nncts-cache-", dir=workdir or SCRATCH))
+    try:
+        compile_once(cache_dir, token)
+        return compile_once(cache_dir, token)
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+
+
+def _decoy_model() -> Model:
+    """A tiny valid model (ADD of two float32[1]) whose cache is planted as a foreign cache."""
+    m = Model()
+    a, b = m.add_operand(OperandType.TENSOR_FLOAT32, [1]), m.add_operand(OperandType.TENSOR_FLOAT32, [1])
+    act = m.add_operand(OperandType.INT32)
+    m.set_operand_value(act, np.int32(0))
+    out = m.add_operand(OperandType.TENSOR_FLOAT32, [1])
+    m.add_operation(0, [a, b, act], [out])
+    m.identify_inputs_and_outputs([a, b], [out])
+    m.finish()
+    return m
+
+
+def bad_cache_compilations(model: Model, device: Device, tm: TestModel, workdir: Path | None):
+    """Yield (what, Compilation) for compilations made over a planted foreign cache (another
+    model's cache files under this model's file names; the runtime's driver token is tied to
+    the model, so a careful driver rejects it) and over a corrupted cache; each must still
+    give the right results (the driver rejects the bad cache and prepares fully). Nothing
+    when the driver does not cache."""
+    if device.hal.get_number_of_cache_files_needed() == (0, 0):
+        return
+    token = hashlib.sha256(tm.test_id.encode()).digest()
+    base = Path(tempfile.mkdtemp(prefix="nncts-badcache-", dir=workdir or SCRATCH))
+    try:
+        good, decoy = base / "good", base / "decoy"
+        good.mkdir()
+        decoy.mkdir()
+        c = Compilation.create_for_devices(_decoy_model(), [device])
+        c.set_caching(decoy, token)  # same app token: the runtime's driver token still differs
+        c.finish()
+        for path in decoy.iterdir():
+            shutil.copy(path, good / path.name)
+        c = Compilation.create_for_devices(model, [device])
+        c.set_caching(good, token)
+        c.finish()
+        yield "a foreign cache (another model's, same file names)", c
+        for path in good.iterdir():
+            data = bytearray(path.read_bytes())
+            for k in range(len(data) // 2, len(data), max(len(data) // 16, 1)):
+                data[k] ^= 0x5A
+            path.write_bytes(bytes(data))
+        c = Compilation.create_for_devices(model, [device])
+        c.set_caching(good, token)
+        c.finish()
+        yield "a corrupted cache", c
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _check_timing(execution: Execution, fenced: bool) -> None:
+    codes = [DurationCode.ON_HARDWARE, DurationCode.IN_DRIVER]
+    if fenced:
+        codes += [DurationCode.FENCED_ON_HARDWARE, DurationCode.FENCED_IN_DRIVER]
+    values = {c: execution.get_duration(c) for c in codes}
+    missing = [c.name for c, v in values.items() if v == NO_TIMING]
+    if missing:
+        raise Failure(f"timing was requested but not reported: {', '.join(missing)} is UINT64_MAX")
+    if values[DurationCode.ON_HARDWARE] > values[DurationCode.IN_DRIVER]:
+        raise Failure(f"timing on hardware {values[DurationCode.ON_HARDWARE]} ns exceeds time in driver "
+                      f"{values[DurationCode.IN_DRIVER]} ns")
+
+
+def _compute(execution: Execution, compute: str, burst: Burst | None, wait_limit_s: float) -> None:
+    if compute in ("sync", "reusable"):
+        execution.compute()
+    elif compute == "async":
+        execution.start_compute().wait(wait_limit_s)
+    elif compute == "burst":
+        execution.burst_compute(burst)
+    else:
+        execution.start_compute_with_dependencies([], 0).wait(wait_limit_s)
+
+
+def _execute(compilation: Compilation, sequence: list[TestModel], mode: Mode, require_timing: bool,
+             wait_limit_s: float = WAIT_LIMIT_S, measure_timing: bool = True):
+    """Run each test model of ``sequence`` (one model, perhaps with other input values) in
+    turn on ``compilation`` in ``mode``, over one :class:`~harness.binding.Binding` (outputs
+    poisoned before each run, inputs rewritten in place between runs), one Burst for a
+    burst and one reusable Execution for ``reusable``; returns a list of (output bytes,
+    dimensions) per run (output bytes None after OUTPUT_INSUFFICIENT_SIZE)."""
+    runs, execution = [], None
+    binding = Binding(compilation, sequence[0], mode.memory, mode.outputs == "insufficient")
+    burst = Burst(compilation) if mode.compute == "burst" else None
+    n_out = len(sequence[0].main.output_indexes)
+    try:
+        for k, tm in enumerate(sequence):
+            if k and tm is not sequence[k - 1]:
+                binding.load(tm)
+            binding.poison(tm)
+            if execution is None or mode.compute != "reusable":
+                execution = Execution(compilation)
+                if mode.compute == "reusable":
+                    execution.set_reusable(True)
+                if measure_timing:
+                    execution.set_measure_timing(True)
+                binding.attach(execution)
+            try:
+                _compute(execution, mode.compute, burst, wait_limit_s)
+            except NnapiError as e:
+                if mode.outputs != "insufficient" or e.code != ResultCode.OUTPUT_INSUFFICIENT_SIZE:
+                    raise
+                try:
+                    dims = [execution.get_output_operand_dimensions(j) for j in range(n_out)]
+                except NnapiError:
+                    raise Failure("OUTPUT_INSUFFICIENT_SIZE without output dimensions") from None
+                runs.append((None, dims))
+                continue
+            if require_timing:
+                _check_timing(execution, mode.compute == "fenced")
+            runs.append((binding.read(), [execution.get_output_operand_dimensions(j) for j in range(n_out)]))
+    finally:
+        if burst:
+            burst.free()
+    return runs
+
+
+def run_sequence(tm: TestModel, mode: Mode) -> list[tuple[str, TestModel]]:
+    """(label, test model) per run of ``tm`` in ``mode``: one run, or for a mode that
+    reuses objects (:attr:`Mode.reuses`) the example inputs, changed inputs
+    (:func:`harness.changed_inputs.changed_inputs`; the example inputs again when nothing can
+    change, or the outputs are insufficient), then the example inputs."""
+    if not mode.reuses:
+        return [("", tm)]
+    changed = None if mode.outputs == "insufficient" else changed_inputs(tm)
+    if changed is None:
+        return [("run 1", tm), ("run 2", tm)]
+    return [("run 1", tm), ("run 2 (changed inputs)", changed), ("run 3", tm)]
+
+
+def execute_compilation(compilation: Compilation, tm: TestModel, require_timing: bool = True,
+                        wait_limit_s: float = WAIT_LIMIT_S):
+    """Run ``tm`` once on a finished ``compilation`` (sync, user buffers); returns
+    [(output bytes, dimensions)]. Timing is requested only with ``require_timing`` (NNAPI
+    allows it for single-device compilations only). Raises NnapiError or :class:`Failure`."""
+    return _execute(compilation, [tm], BASE, require_timing, wait_limit_s, measure_timing=require_timing)
+
+
+def run_test_model(tm: TestModel, device: Device, mode: Mode = BASE, workdir: Path | None = None,
+                   require_timing: bool = True, wait_limit_s: float = WAIT_LIMIT_S) -> Outcome:
+    """Build, compile for ``device`` only, execute in ``mode`` and compare ``tm``; never
+    raises for a driver's fault (it becomes a failed Outcome)."""
+    skip = skip_reason(tm, device)
+    if skip:
+        return Outcome("skipped", skip[1], skip[0])
+    run = variant(tm, mode)
+    if mode.coupling:
+        reason = not_implemented_reason(to_hal_model(run))
+        if reason:
+            return Outcome("skipped", f"signed variant: {reason}", "not_implemented")
+    try:
+        model = build_model(run)
+        if not tm.expect_failure:
+            supported = get_supported_operations_for_devices(model, [device])
+            if not all(supported):
+                ops = [run.main.operations[k].type.name for k, ok in enumerate(supported) if not ok]
+                return Outcome("skipped", f"driver {device.name} does not support {', '.join(ops)}",
+                               "unsupported_by_driver")
+        compilation = _compile(model, device, tm, mode, workdir)
+        sequence = run_sequence(run, mode)
+        runs = _execute(compilation, [t for _, t in sequence], mode, require_timing, wait_limit_s)
+        extra = []
+        if mode.cache:
+            what = "planting a bad cache"
+            try:
+                for what, c in bad_cache_compilations(model, device, tm, workdir):
+                    extra.append((what, _execute(c, [run], BASE, require_timing, wait_limit_s)))
+            except NnapiError as e:
+                raise Failure(f"after {what}: {e}") from None
+    except NnapiError as e:
+        if tm.expect_failure:
+            return Outcome("passed", f"failed as expected: {e}")
+        return Outcome("failed", str(e))
+    except Failure as e:
+        return Outcome("failed", str(e))
+    if tm.expect_failure:
+        return Outcome("failed", "expected a failure (expect_failure model), but every step succeeded")
+    if mode.outputs == "insufficient":
+        outputs, dims = runs[0]
+        if outputs is not None:
+            return Outcome("failed", "an output buffer one byte too small did not give OUTPUT_INSUFFICIENT_SIZE")
+        wrong = [f"output {j}: dimensions {dims[j]}, expected {list(tm.main.operands[i].data.shape)}"
+                 for j, i in enumerate(tm.main.output_indexes)
+                 if tm.main.operands[i].data is not None and dims[j] != list(tm.main.operands[i].data.shape)]
+        return Outcome("failed", "; ".join(wrong)) if wrong else Outcome("passed")
+    problems = []
+    for (label, judged), (outputs, dims) in zip(sequence, runs):
+        problems += [f"{label}: {p}" if label else p for p in judge(judged, outputs, dims)]
+    for what, extra_runs in extra:
+        problems += [f"after {what}: {p}" for p in judge(run, *extra_runs[0])]
+    if problems:
+        return Outcome("failed", "; ".join(problems), details=problems)
+    return Outcome("passed")
+

@@ -1,0 +1,109 @@
+"""An operation row declared only here (patched into the table with
+``runtime.ops.base.registered``) reaches every consumer of the table with no other file
+touched: model validation, the VTS mutations, random graphs and the coverage matrix (the
+fuzz decoder part is marked below: it depends on the decoder drawing from the rows).
+
+The throwaway row re-uses OperationType.ABS's code with one signature of its own
+(TENSOR_FLOAT32 rank 1-2 -> same), ``y = -x``, so every expectation below follows from
+this file alone.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from runtime import ops
+from runtime.errors import HalError
+from runtime.hal.types import DataLocation, Model, Operand, Operation, Subgraph
+from runtime.hal.validate import validate_model
+from runtime.ops.base import OperationDef, registered, sig, tensor
+from runtime.types import OperandLifeTime as L, OperandType as T, OperationType as OT
+
+OP = OT.ABS
+
+
+def _negate_row() -> OperationDef:
+    return OperationDef(
+        OP, (sig(1, [tensor("input", T.TENSOR_FLOAT32, (1, 2))], [tensor("output", T.TENSOR_FLOAT32, (1, 2))]),),
+        prepare=lambda ctx: [tuple(ctx.inputs[0].dims)],
+        execute=lambda ctx: [-ctx.inputs[0].value],
+        summary="-x (a throwaway row of tests/test_operation_row_reaches_consumers.py)")
+
+
+def _model(t=T.TENSOR_FLOAT32) -> Model:
+    x = Operand(t, [2, 3], 1, 0.0, 0, L.SUBGRAPH_INPUT, DataLocation())
+    y = Operand(T.TENSOR_FLOAT32, [2, 3], 0, 0.0, 0, L.SUBGRAPH_OUTPUT, DataLocation())
+    return Model(Subgraph([x, y], [Operation(OP, [0], [1])], [0], [1]), [], b"", [], False, [])
+
+
+@pytest.fixture
+def row():
+    with registered(_negate_row()) as r:
+        yield r
+    assert ops.get(OP) is not r  # the original row is back
+
+
+def test_validation_reads_the_row(row):
+    validate_model(_model())  # TENSOR_FLOAT32 rank 2: the row's one signature
+    with pytest.raises(HalError, match="ABS"):
+        validate_model(_model(T.TENSOR_INT32))  # no TENSOR_INT32 signature in this row
+    rank3 = _model()
+    rank3.main.operands[0].dimensions = [1, 2, 3]
+    with pytest.raises(HalError):
+        validate_model(rank3)  # ranks 1-2 only
+
+
+def test_vts_mutations_read_the_row(row):
+    from vts.mutations import MODEL_KINDS
+    model = _model()
+    rank = list(MODEL_KINDS["operand_rank"](model))
+    # the row allows ranks 1-2: a rank-2 operand becomes rank 3 (element count kept)
+    assert any("dimensions [2, 3] -> [1, 2, 3]" in m.description for m in rank)
+    types = list(MODEL_KINDS["operation_operand_type"](model))
+    assert types and all(not _valid(m.model) for m in types)
+    assert not any("operand 0 set to type TENSOR_FLOAT32" in m.description for m in types)
+
+
+def _valid(model) -> bool:
+    try:
+        validate_model(model)
+    except HalError:
+        return False
+    return True
+
+
+def test_random_graphs_draw_the_row(row):
+    from harness.graphs import Config, generate
+    tm = generate(Config("throwaway", operations=1, max_dim=4, only=(OP,)), seed=1)
+    assert [op.type for op in tm.main.operations] == [OP]
+
+
+def test_coverage_matrix_reads_the_row(row):
+    from cts.coverage.axes import cells_for
+    cells = cells_for(OP)
+    assert [c.key for c in cells if c.axis == "signature"] == ["sig0"]
+    assert cells[0].label == "FL1: (TENSOR_FLOAT32) -> (TENSOR_FLOAT32)"
+
+
+@pytest.mark.xfail(reason="fuzz.decoder is being made to draw from the rows concurrently; "
+                          "drop this mark once decode() returns models with the row's operation",
+                   strict=False)
+def test_fuzz_decoder_draws_the_row(row):
+    """The fuzz decoder draws operations from the table's rows (being made so concurrently:
+    this part may need a final touch once ``fuzz.decoder`` exposes its entry)."""
+    decoder = pytest.importorskip("fuzz.decoder")
+    decode = getattr(decoder, "decode", None)
+    if decode is None:
+        pytest.skip("fuzz.decoder has no decode entry yet")
+    seen = set()
+    for seed in range(200):
+        data = np.random.default_rng(seed).integers(0, 256, 512, dtype=np.uint8).tobytes()
+        try:
+            model = decode(data)
+        except Exception:  # noqa: BLE001 - an undecodable input is fine here
+            continue
+        main = getattr(model, "main", None)
+        seen |= {op.type for op in getattr(main, "operations", [])}
+        if OP in seen:
+            break
+    assert OP in seen
