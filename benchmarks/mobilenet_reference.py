@@ -153,6 +153,15 @@ def to_tflite(layers: list[dict]) -> bytes:
     buffers = [b""]  # buffer 0: empty (activations)
     tensors = []  # (shape, buffer index, name)
 
+    def table(module, **fields):
+        """One flatbuffer table of ``module`` (a tflite builder module): Start, then
+        ``Add<Field>(b, value)`` for each keyword in order (a None value is left out), End."""
+        module.Start(b)
+        for field, value in fields.items():
+            if value is not None:
+                getattr(module, "Add" + field)(b, value)
+        return module.End(b)
+
     def tensor(shape, data=None, dtype=TensorType.FLOAT32):
         buf = 0
         if data is not None:
@@ -169,17 +178,10 @@ def to_tflite(layers: list[dict]) -> bytes:
     for layer in layers:
         if layer["kind"] == "pool":
             y = tensor((1, 1, 1, c))
-            size = hw
 
-            def pool_opts(size=size):
-                Pool2DOptions.Start(b)
-                Pool2DOptions.AddPadding(b, Padding.VALID)
-                Pool2DOptions.AddStrideW(b, 1)
-                Pool2DOptions.AddStrideH(b, 1)
-                Pool2DOptions.AddFilterWidth(b, size)
-                Pool2DOptions.AddFilterHeight(b, size)
-                Pool2DOptions.AddFusedActivationFunction(b, Act.NONE)
-                return Pool2DOptions.End(b)
+            def pool_opts(size=hw):
+                return table(Pool2DOptions, Padding=Padding.VALID, StrideW=1, StrideH=1, FilterWidth=size,
+                             FilterHeight=size, FusedActivationFunction=Act.NONE)
             ops.append((2, [x], [y], Opt.Pool2DOptions, pool_opts))
             x, hw = y, 1
             continue
@@ -191,42 +193,20 @@ def to_tflite(layers: list[dict]) -> bytes:
         act = Act.RELU6 if layer["relu6"] else Act.NONE
 
         def conv_opts(s=s, act=act, dw=dw):
-            mod = DepthwiseConv2DOptions if dw else Conv2DOptions
-            mod.Start(b)
-            mod.AddPadding(b, Padding.SAME)
-            mod.AddStrideW(b, s)
-            mod.AddStrideH(b, s)
-            if dw:
-                mod.AddDepthMultiplier(b, 1)
-            mod.AddFusedActivationFunction(b, act)
-            mod.AddDilationWFactor(b, 1)
-            mod.AddDilationHFactor(b, 1)
-            return mod.End(b)
+            return table(DepthwiseConv2DOptions if dw else Conv2DOptions, Padding=Padding.SAME, StrideW=s,
+                         StrideH=s, DepthMultiplier=1 if dw else None, FusedActivationFunction=act,
+                         DilationWFactor=1, DilationHFactor=1)
         ops.append((1 if dw else 0, [x, tensor(f.shape, f), tensor(bias.shape, bias)], [y],
                     Opt.DepthwiseConv2DOptions if dw else Opt.Conv2DOptions, conv_opts))
         x, c = y, out_c
     flat = tensor((1, c))
     shape = tensor((2,), np.array([1, c], np.int32), TensorType.INT32)
 
-    def reshape_opts():
-        ReshapeOptions.StartNewShapeVector(b, 2)
-        b.PrependInt32(c)
-        b.PrependInt32(1)
-        vec = b.EndVector()
-        ReshapeOptions.Start(b)
-        ReshapeOptions.AddNewShape(b, vec)
-        return ReshapeOptions.End(b)
-    ops.append((3, [x, shape], [flat], Opt.ReshapeOptions, reshape_opts))
-    probs = tensor((1, c))
-
-    def softmax_opts():
-        SoftmaxOptions.Start(b)
-        SoftmaxOptions.AddBeta(b, 1.0)
-        return SoftmaxOptions.End(b)
-    ops.append((4, [flat], [probs], Opt.SoftmaxOptions, softmax_opts))
-
-    def int_vector(values):
-        b.StartVector(4, len(values), 4)
+    def int_vector(values, start=None):
+        if start is None:
+            b.StartVector(4, len(values), 4)
+        else:
+            start(b, len(values))
         for v in reversed(values):
             b.PrependInt32(v)
         return b.EndVector()
@@ -237,6 +217,12 @@ def to_tflite(layers: list[dict]) -> bytes:
             b.PrependUOffsetTRelative(it)
         return b.EndVector()
 
+    def reshape_opts():
+        return table(ReshapeOptions, NewShape=int_vector([1, c], ReshapeOptions.StartNewShapeVector))
+    ops.append((3, [x, shape], [flat], Opt.ReshapeOptions, reshape_opts))
+    probs = tensor((1, c))
+    ops.append((4, [flat], [probs], Opt.SoftmaxOptions, lambda: table(SoftmaxOptions, Beta=1.0)))
+
     buffer_offsets = []
     for data in buffers:
         vec = None
@@ -245,60 +231,31 @@ def to_tflite(layers: list[dict]) -> bytes:
             b.head = b.head - len(data)
             b.Bytes[b.head:b.head + len(data)] = data
             vec = b.EndVector()
-        Buffer.Start(b)
-        if vec is not None:
-            Buffer.AddData(b, vec)
-        buffer_offsets.append(Buffer.End(b))
+        buffer_offsets.append(table(Buffer, Data=vec))
     tensor_offsets = []
     for shape_, buf, name, dtype in tensors:
         name_off = b.CreateString(name)
-        shape_off = int_vector(shape_)
-        Tensor.Start(b)
-        Tensor.AddShape(b, shape_off)
-        Tensor.AddType(b, dtype)
-        Tensor.AddBuffer(b, buf)
-        Tensor.AddName(b, name_off)
-        tensor_offsets.append(Tensor.End(b))
+        tensor_offsets.append(table(Tensor, Shape=int_vector(shape_), Type=dtype, Buffer=buf, Name=name_off))
     op_offsets = []
     for code, ins, outs, opt_type, opt_fn in ops:
         opts = opt_fn()
         ins_off, outs_off = int_vector(ins), int_vector(outs)
-        Operator.Start(b)
-        Operator.AddOpcodeIndex(b, code)
-        Operator.AddInputs(b, ins_off)
-        Operator.AddOutputs(b, outs_off)
-        Operator.AddBuiltinOptionsType(b, opt_type)
-        Operator.AddBuiltinOptions(b, opts)
-        op_offsets.append(Operator.End(b))
-    code_offsets = []
-    for code in codes:
-        OperatorCode.Start(b)
-        OperatorCode.AddDeprecatedBuiltinCode(b, code)
-        OperatorCode.AddBuiltinCode(b, code)
-        OperatorCode.AddVersion(b, 1)
-        code_offsets.append(OperatorCode.End(b))
+        op_offsets.append(table(Operator, OpcodeIndex=code, Inputs=ins_off, Outputs=outs_off,
+                                BuiltinOptionsType=opt_type, BuiltinOptions=opts))
+    code_offsets = [table(OperatorCode, DeprecatedBuiltinCode=code, BuiltinCode=code, Version=1)
+                    for code in codes]
     sg_tensors = table_vector(SubGraph.StartTensorsVector, tensor_offsets)
     sg_ops = table_vector(SubGraph.StartOperatorsVector, op_offsets)
     sg_in, sg_out = int_vector([first]), int_vector([probs])
     sg_name = b.CreateString("main")
-    SubGraph.Start(b)
-    SubGraph.AddTensors(b, sg_tensors)
-    SubGraph.AddInputs(b, sg_in)
-    SubGraph.AddOutputs(b, sg_out)
-    SubGraph.AddOperators(b, sg_ops)
-    SubGraph.AddName(b, sg_name)
-    sg = SubGraph.End(b)
+    sg = table(SubGraph, Tensors=sg_tensors, Inputs=sg_in, Outputs=sg_out, Operators=sg_ops, Name=sg_name)
     subgraphs = table_vector(TM.StartSubgraphsVector, [sg])
     codes_vec = table_vector(TM.StartOperatorCodesVector, code_offsets)
     bufs_vec = table_vector(TM.StartBuffersVector, buffer_offsets)
     desc = b.CreateString("nncts benchmarks/mobilenet_reference.py")
-    TM.Start(b)
-    TM.AddVersion(b, 3)
-    TM.AddOperatorCodes(b, codes_vec)
-    TM.AddSubgraphs(b, subgraphs)
-    TM.AddDescription(b, desc)
-    TM.AddBuffers(b, bufs_vec)
-    b.Finish(TM.End(b), file_identifier=b"TFL3")
+    model = table(TM, Version=3, OperatorCodes=codes_vec, Subgraphs=subgraphs, Description=desc,
+                  Buffers=bufs_vec)
+    b.Finish(model, file_identifier=b"TFL3")
     return bytes(b.Output())
 
 

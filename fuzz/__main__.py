@@ -132,7 +132,8 @@ def make_seeds(directory: Path) -> int:
             for hostility in range(4):
                 rng = random.Random(f"{op.name}/{s}/{hostility}")  # fixed: same seeds every time
                 data = bytes([0x01 | hostility << 4, 0x00, k, s]) + rng.randbytes(160)
-                (directory / f"gen_{op.name}_{s}_h{hostility}.bin").write_bytes(data)
+                # named by level first: every n-th seed of the sorted names covers each level
+                (directory / f"gen_h{hostility}_{op.name}_{s}.bin").write_bytes(data)
                 n += 1
     return n
 

@@ -18,6 +18,38 @@ ENDPOINT_OPTIONS = ("driver_endpoint", *(f"driver_endpoint_{part}" for part in E
 _HAL = pytest.StashKey[IDevice]()
 
 
+def add_driver_options(add) -> None:
+    """Declare the options that name the driver under test with ``add`` (pytest's
+    ``group.addoption`` or argparse's ``add_argument``: the same declaration for the pytest
+    plugin and the ``nncts`` command): ``--driver``, ``--driver-process``,
+    ``--driver-endpoint`` with the client's mutual-TLS files, ``--driver-timeout``."""
+    add("--driver", default="sample",
+        help="driver under test: bundled name, entry point in group nncts.drivers, or module:factory "
+             "(default: sample)")
+    add("--driver-process", action="store_true",
+        help="run the driver in its own process, served over the HAL protocol of runtime/remote/hal.proto: "
+             "a crash is reported as DEAD_OBJECT for the test in flight, a call past --driver-timeout "
+             "as a hang; the process is restarted and the run goes on")
+    add("--driver-endpoint", default=None, metavar="ADDRESS",
+        help="use the driver host already serving at this gRPC address (unix:/path.sock or host:port; "
+             "python -m runtime.remote.host --driver NAME --listen ADDRESS); TCP needs mutual TLS "
+             "(--driver-endpoint-key/-cert/-ca) unless the address is loopback")
+    for part, text in ENDPOINT_TLS_HELP.items():
+        add(f"--driver-endpoint-{part}", default=None, metavar="PEM", help=text)
+    add("--driver-timeout", type=float, default=None, metavar="SECONDS",
+        help="with --driver-process/--driver-endpoint: longest one driver call may take before it "
+             "counts as a hang (default: --timeout, else 300)")
+
+
+def add_corpus_options(add) -> None:
+    """Declare ``--corpus`` and ``--specs`` with ``add`` (as :func:`add_driver_options`)."""
+    add("--corpus", action="append", default=[],
+        help="corpus directory (root or any folder below it; repeatable); default: the vendored AOSP "
+             "corpus and our own specs (cts/specs/built)")
+    add("--specs", action="store_true",
+        help="run our own golden specs (cts/specs/built): alone, or next to the --corpus directories given")
+
+
 def driver_spec(config) -> str:
     """The driver spec of ``--driver`` as ``--driver-process`` / ``--driver-endpoint`` make
     it (``process:NAME``, ``endpoint:ADDRESS``; see :func:`runtime.loader.load_driver`)."""

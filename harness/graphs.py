@@ -25,13 +25,14 @@ import numpy as np
 
 from runtime import ops
 from runtime.errors import HalError, OperationError
-from runtime.ops.base import OpContext, OperandView, OperationDef, Signature
-from runtime.ops.generation import Draft, Primary, draft_defaults, fill, in_range, quant_limits
+from runtime.ops.base import OpContext, OperandView, OperationDef
+from runtime.ops.generation import (Draft, Primary, draft, fill, first_tensor, in_range, quant_limits,
+                                    variadic_signature)
 from runtime.testing.hal_convert import to_hal_model
 from runtime.testing.test_model import (HAL_VERSION_FEATURE_LEVEL, TestModel, TestOperand, TestOperation,
                                         TestSubgraph)
 from runtime.types import (OperandLifeTime as L, OperandType as T, OperationType, is_float_type,
-                           is_quantized_type, is_tensor_type, operand_dtype)
+                           is_quantized_type, operand_dtype)
 
 #: Probability that an earlier output and a later input that fit are linked (AOSP: 0.1).
 LINK_PROBABILITY = 0.1
@@ -67,10 +68,6 @@ class Config:
     max_elements: int = 2048
 
 
-def _first_tensor(sig: Signature) -> int | None:
-    return next((k for k, a in enumerate(sig.inputs) if is_tensor_type(a.type)), None)
-
-
 def generatable(opdef: OperationDef) -> bool:
     """Whether random graphs draw this operation: every operation but those with random
     outputs (the row's ``nondeterministic``) and those with referenced subgraphs (IF,
@@ -93,7 +90,7 @@ def candidates(config: Config) -> list[tuple[OperationDef, int]]:
                 continue
             if sig.feature_level > config.feature_level:
                 continue
-            k = _first_tensor(sig)
+            k = first_tensor(sig)
             if config.types is not None and (k is None or sig.inputs[k].type not in config.types):
                 continue
             if config.ranks is not None and k is not None and sig.inputs[k].ranks is not None \
@@ -221,7 +218,7 @@ def _run_draft(d: Draft, out_args, values) -> tuple[list, list, list]:
     if opdef.variadic_outputs and d.n_outputs:
         out_args = [out_args[0]] * d.n_outputs
     views_in = [_view(s, v) for s, v in zip(d.slots, values)]
-    first = _first_tensor(d.sig)
+    first = first_tensor(d.sig)
     q0 = (d.slots[first].scale, d.slots[first].zero_point) if first is not None else (0.0, 0)
     if not q0[0]:  # input 0 is not quantized: start quantized outputs from scale 1
         q0 = (1.0, 0)
@@ -299,21 +296,14 @@ def _draw_operation(g: _Graph, opdef: OperationDef, sig_index: int) -> str | Non
     base = opdef.signatures[sig_index]
     why = ""
     for _ in range(ATTEMPTS):
-        sig = base
-        if opdef.variadic:
-            n = 1 + int(rng.integers(3))
-            sig = opdef.signatures_for(len(base.inputs) - 1 + n)[sig_index] \
-                if len(opdef.signatures_for(len(base.inputs) - 1 + n)) > sig_index else base
-        first = _first_tensor(sig)
+        sig = variadic_signature(opdef, sig_index, 1 + int(rng.integers(3))) if opdef.variadic else base
+        first = first_tensor(sig)
         link = g.link_for(sig.inputs[first], c.ranks) if first is not None else None
         primary = None
         if link is not None:
             o = g.operands[link]
             primary = Primary(o.type, list(o.dims), o.scale, o.zero_point, o.value)
-        d = Draft(opdef, sig, rng, c.max_dim, c.max_elements, c.ranks, primary)
-        draft_defaults(d)
-        if opdef.generate is not None:
-            opdef.generate(d)
+        d = draft(opdef, sig, rng, c.max_dim, c.max_elements, c.ranks, primary)
         links: dict[int, int] = {}
         values = []
         for k, s in enumerate(d.slots):

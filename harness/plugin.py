@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from harness import expectations, hookspecs, progress, requirements, sharding
-from harness.driver import ENDPOINT_OPTIONS, driver_hal, driver_spec  # noqa: F401 (re-exported)
+from harness.driver import (ENDPOINT_OPTIONS, add_corpus_options, add_driver_options, driver_hal,  # noqa: F401
+                            driver_spec)
 from harness.expectations import apply_baseline
 from harness.locations import DEFAULT_ROOTS, SPECS
 from harness.records import RecordWriter, format_summary, read_records, record_outcome
 from harness.requirements import apply_profile
 from runtime.nnapi import Device
-from runtime.remote.access import ENDPOINT_TLS_HELP
 from runtime.remote.client import is_remote_spec, set_call_timeout, set_endpoint_tls
 from runtime.remote.access import endpoint_tls
 from runtime.remote.incidents import INCIDENTS
@@ -52,28 +52,8 @@ def pytest_addhooks(pluginmanager):
 
 def pytest_addoption(parser):
     g = parser.getgroup("nncts", "nncts driver certification")
-    g.addoption("--driver", default="sample",
-                help="driver under test: bundled name, entry point in group nncts.drivers, or module:factory "
-                     "(default: sample)")
-    g.addoption("--driver-process", action="store_true",
-                help="run the driver in its own process, served over the HAL protocol of runtime/remote/hal.proto: "
-                     "a crash is reported as DEAD_OBJECT for the test in flight, a call past --driver-timeout "
-                     "as a hang; the process is restarted and the run goes on")
-    g.addoption("--driver-endpoint", default=None, metavar="ADDRESS",
-                help="use the driver host already serving at this gRPC address (unix:/path.sock or host:port; "
-                     "python -m runtime.remote.host --driver NAME --listen ADDRESS); TCP needs mutual TLS "
-                     "(--driver-endpoint-key/-cert/-ca) unless the address is loopback")
-    for part, text in ENDPOINT_TLS_HELP.items():
-        g.addoption(f"--driver-endpoint-{part}", default=None, metavar="PEM", help=text)
-    g.addoption("--driver-timeout", type=float, default=None, metavar="SECONDS",
-                help="with --driver-process/--driver-endpoint: longest one driver call may take before it "
-                     "counts as a hang (default: --timeout, else 300)")
-    g.addoption("--corpus", action="append", default=[],
-                help="corpus directory (root or any folder below it; repeatable); default: the vendored AOSP "
-                     "corpus and our own specs (cts/specs/built)")
-    g.addoption("--specs", action="store_true",
-                help="run our own golden specs (cts/specs/built): alone, or next to the --corpus "
-                     "directories given")
+    add_driver_options(g.addoption)
+    add_corpus_options(g.addoption)
     g.addoption("--wait-limit", type=float, default=30.0, metavar="SECONDS",
                 help="longest wait for an asynchronous or fenced completion before it counts as lost "
                      "(default 30)")

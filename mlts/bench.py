@@ -130,24 +130,25 @@ class BenchResult:
     #: BLAS threads of the driver's measurements (1; None: no BLAS control was found).
     driver_blas_threads: int | None = None
 
-    @property
-    def ratios(self) -> dict:
+    def _ratios(self, stat: str) -> dict:
+        """{"<mode>/<kernels>": driver ``stat`` / TFLite ``stat``} (a LatencyStats field in
+        ms) for every pair where the driver's figure is known and TFLite's is nonzero."""
         out = {}
         for mode, d in self.driver.items():
             for k, t in self.tflite.items():
-                if d.mean_ms is not None and t.mean_ms:
-                    out[f"{mode}/{k}"] = d.mean_ms / t.mean_ms
+                if getattr(d, stat) is not None and getattr(t, stat):
+                    out[f"{mode}/{k}"] = getattr(d, stat) / getattr(t, stat)
         return out
+
+    @property
+    def ratios(self) -> dict:
+        """Driver mean latency / TFLite mean latency per "<mode>/<kernels>"."""
+        return self._ratios("mean_ms")
 
     @property
     def ratios_p50(self) -> dict:
         """As :attr:`ratios` with medians: steadier than means on a loaded machine."""
-        out = {}
-        for mode, d in self.driver.items():
-            for k, t in self.tflite.items():
-                if d.p50_ms is not None and t.p50_ms:
-                    out[f"{mode}/{k}"] = d.p50_ms / t.p50_ms
-        return out
+        return self._ratios("p50_ms")
 
     def ratio(self, mode: str = "sync", kernels: str = "xnnpack") -> float | None:
         """Driver mean latency in ``mode`` / TFLite ``kernels`` mean latency (None if either

@@ -99,6 +99,20 @@ def _svg(fig, chart_id: str, title: str) -> str:
     return svg.replace("<svg ", f'<svg class="chart" id="{chart_id}" role="img" aria-label="{html.escape(title)}" ', 1)
 
 
+def _finish(fig, ax, chart_id: str, label: str, title: str, xlabel: str, ylabel: str | None = None,
+            grid_axis: str = "both") -> str:
+    """The chrome every chart of the page shares, then the inline SVG (:func:`_svg`): axis
+    labels, ``title``, the legend outside at the upper right (8 pt), a light grid on
+    ``grid_axis``; ``label`` is the SVG's accessible name."""
+    ax.set_xlabel(xlabel)
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    fig.legend(fontsize=8, loc="outside right upper")
+    ax.grid(alpha=0.3, axis=grid_axis)
+    return _svg(fig, chart_id, label)
+
+
 #: Drawn charts by (function, chart id, digest of the data drawn): a run re-renders its page
 #: after every model, and each model's charts are then drawn once (about 0.5 s each).
 _CHARTS: dict[tuple[str, str, str], str | None] = {}
@@ -142,12 +156,8 @@ def histogram_chart(model: dict, chart_id: str) -> str | None:
         ax.stairs(counts, h["edges_ms"], color=_COLOURS.get(key), linewidth=1.2)
     if lo > 0 and hi / lo > 10:
         ax.set_xscale("log")
-    ax.set_xlabel("latency (ms)")
-    ax.set_ylabel("share of iterations")
-    ax.set_title(f"{model['name']}: latency histograms")
-    fig.legend(fontsize=8, loc="outside right upper")
-    ax.grid(alpha=0.3)
-    return _svg(fig, chart_id, f"{model['name']} latency histograms")
+    return _finish(fig, ax, chart_id, f"{model['name']} latency histograms",
+                   f"{model['name']}: latency histograms", "latency (ms)", "share of iterations")
 
 
 def ratio_chart(doc: dict, chart_id: str, mode: str = "sync") -> str | None:
@@ -182,11 +192,8 @@ def ratio_chart(doc: dict, chart_id: str, mode: str = "sync") -> str | None:
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}\u00d7" if f"{v:.0e}"[0] in "25" else ""))
     ax.set_yticks(range(len(rows)), [n for n, _ in rows], fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel(f"driver {mode} mean latency / TFLite mean latency (< 1: driver faster)")
-    ax.set_title(f"Latency ratio, driver {mode} vs TFLite (1 thread)")
-    fig.legend(fontsize=8, loc="outside right upper")
-    ax.grid(alpha=0.3, axis="x")
-    return _svg(fig, chart_id, f"latency ratio {mode}")
+    return _finish(fig, ax, chart_id, f"latency ratio {mode}", f"Latency ratio, driver {mode} vs TFLite (1 thread)",
+                   f"driver {mode} mean latency / TFLite mean latency (< 1: driver faster)", grid_axis="x")
 
 
 def layers_chart(model: dict, chart_id: str) -> str | None:
@@ -219,12 +226,9 @@ def layers_chart(model: dict, chart_id: str) -> str | None:
             ax.plot([hits[0]], [ys[hits[0]]], marker="X", markersize=10, color="#d62728", linestyle="none",
                     label=f"first divergence: op {div.get('operator')} {div.get('builtin', '')}")
     ax.set_yscale("log")
-    ax.set_xlabel("compared operator output (TFLite execution order)")
-    ax.set_ylabel("error / tolerance")
-    ax.set_title(f"{model['name']}: per-layer error against TFLite")
-    fig.legend(fontsize=8, loc="outside right upper")
-    ax.grid(alpha=0.3)
-    return _svg(fig, chart_id, f"{model['name']} per-layer error")
+    return _finish(fig, ax, chart_id, f"{model['name']} per-layer error",
+                   f"{model['name']}: per-layer error against TFLite",
+                   "compared operator output (TFLite execution order)", "error / tolerance")
 
 
 # ---------------------------------------------------------------- files

@@ -325,7 +325,7 @@ def check_report_dir(report_dir) -> Path:
 
 
 def new_document(driver: dict, settings: RunSettings, title: str | None = None) -> dict:
-    """An empty run document (mlts.report schema) for ``driver`` (:func:`driver_identity`)."""
+    """An empty run document (reports.mlts schema) for ``driver`` (:func:`driver_identity`)."""
     return {"title": title or f"nncts MLTS: driver {driver['spec']}",
             "generated": datetime.datetime.now().isoformat(timespec="seconds"), "complete": False,
             "driver": driver, "environment": environment(), "settings": settings.display(),

@@ -38,6 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.suites import QUICK_FUZZ_SECONDS
+
 from . import certify_facts, certify_suites, signing
 from .bundle import MANIFEST, SIGNATURE, NotABundle, printable, tree_digest, verify, write_archive
 from .certify_suites import SUITES
@@ -141,7 +143,7 @@ def _report(bundle: Path, doc: dict, driver: dict) -> dict:
 def _certify(args, parser) -> int:
     """``nncts certify``: see the module docstring."""
     if args.fuzz_seconds is None:
-        args.fuzz_seconds = certify_suites.QUICK_FUZZ_SECONDS if args.quick else DEFAULT_FUZZ_SECONDS
+        args.fuzz_seconds = QUICK_FUZZ_SECONDS if args.quick else DEFAULT_FUZZ_SECONDS
     try:
         _check(args)
     except ValueError as e:
@@ -265,7 +267,7 @@ def add_parsers(sub) -> None:
                    help="CTS execution modes: default (each axis value alone) or all (the full cross product)")
     c.add_argument("--fuzz-seconds", type=int, default=None, metavar="S",
                    help=f"fuzzing budget (default {DEFAULT_FUZZ_SECONDS}; "
-                        f"{certify_suites.QUICK_FUZZ_SECONDS} with --quick)")
+                        f"{QUICK_FUZZ_SECONDS} with --quick)")
     c.add_argument("--profile", default="feature-level",
                    help="which declined tests fail: feature-level (default), none, or a profile file")
     c.add_argument("--baseline", default=None, metavar="FILE", help="known failures (TOML), passed to every suite")

@@ -10,10 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from harness.locations import ROOT  # the source checkout nncts runs from (its git commit, when it is one)
+from runtime.loader import load_driver
+from runtime.remote.client import PROCESS_PREFIX
+
 from .bundle import tree_digest
 
-#: The source checkout nncts runs from (its git commit, when it is one).
-ROOT = Path(__file__).resolve().parents[1]
 #: Distributions whose versions environment.json lists (besides Python's).
 PACKAGES = ("nncts", "numpy", "pytest", "pytest-xdist", "pytest-rerunfailures", "hypothesis", "atheris",
             "jinja2", "pygal", "junitparser", "onnx", "onnxruntime", "grpcio", "protobuf", "tflite",
@@ -72,11 +74,9 @@ DEVICE_FACTS = {"name": "get_name", "version": "get_version_string", "type": "ge
 
 
 def driver_facts(spec: str, out_of_process: bool = False) -> dict:
-    """The driver ``spec`` loaded once (:func:`runtime.drivers.load_driver`; in its own
+    """The driver ``spec`` loaded once (:func:`runtime.loader.load_driver`; in its own
     process when ``out_of_process``) and asked each of :data:`DEVICE_FACTS`; a getter that
     raises is recorded as ``"error: ..."``, a driver that does not load as ``load_error``."""
-    from runtime.loader import load_driver
-    from runtime.remote.client import PROCESS_PREFIX
     facts: dict = {"spec": spec, "out_of_process": out_of_process}
     try:
         device = load_driver(PROCESS_PREFIX + spec if out_of_process else spec)

@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from harness import suites as table
-from harness.suites import QUICK_FUZZ_SECONDS  # noqa: F401 (nncts.certify reads it here)
 
 #: The suites in the order certify runs them (the suite table, :mod:`harness.suites`).
 SUITES = tuple(s.command for s in table.SUITES)

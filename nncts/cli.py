@@ -35,11 +35,12 @@ import pytest
 from nncts.cli_mlts import add_mlts_parser, run_stress
 from nncts.preflight import (FactoryDriverCheck, OneLineParser, OneLineUsageErrors, PytestUsageError,
                              check_driver, check_suite_arguments, is_factory_spec, usage_exit)
+from harness.driver import add_corpus_options, add_driver_options
 from harness.graph_configs import all_configs, select
 from harness.locations import DEFAULT_CORPUS_LABEL, DEFAULT_ROOTS, SPECS_LABEL
 from harness.suites import PYTEST_SUITES, SuiteSpec, suite
 from reports.html import write_reports
-from runtime.drivers import DEFAULT_DRIVER, available_drivers
+from runtime.drivers import available_drivers
 from runtime.remote.access import ENDPOINT_TLS_HELP
 
 
@@ -181,24 +182,9 @@ def _coverage(args, parser) -> int:
 
 def _add_suite_parser(sub, name: str, help_text: str, timeout_help: str, corpus: bool = True):
     p = sub.add_parser(name, help=help_text)
-    p.add_argument("--driver", default=DEFAULT_DRIVER,
-                   help="bundled name, entry point in group nncts.drivers, or module:factory")
+    add_driver_options(p.add_argument)
     if corpus:
-        p.add_argument("--corpus", action="append", default=[], help="corpus directory (repeatable)")
-        p.add_argument("--specs", action="store_true",
-                       help="our own golden specs: alone, or next to the --corpus directories given")
-    p.add_argument("--driver-process", action="store_true",
-                   help="run the driver in its own process (the HAL protocol of runtime/remote/hal.proto): a "
-                        "crash or hang is reported for the test in flight, the process restarted and the run "
-                        "goes on")
-    p.add_argument("--driver-endpoint", default=None, metavar="ADDRESS",
-                   help="use a driver host already serving at this gRPC address (unix:/path.sock or host:port; "
-                        "TCP needs the three --driver-endpoint-key/-cert/-ca files unless it is loopback)")
-    for part, text in ENDPOINT_TLS_HELP.items():
-        p.add_argument(f"--driver-endpoint-{part}", default=None, metavar="PEM", help=text)
-    p.add_argument("--driver-timeout", type=float, default=None, metavar="SECONDS",
-                   help="out of process: longest one driver call may take before it counts as a hang "
-                        "(default: --timeout)")
+        add_corpus_options(p.add_argument)
     p.add_argument("--report-dir", default="nncts-report", help="where reports go (default: nncts-report)")
     p.add_argument("--resume", action="store_true",
                    help="keep the report directory's outcomes and run only the tests not recorded yet")

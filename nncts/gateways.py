@@ -28,8 +28,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.locations import ROOT
+
 #: The directory holding the nncts packages (nncts, cts, vts, runtime, ...) on this machine.
-NNCTS_ROOT = Path(__file__).resolve().parents[1]
+NNCTS_ROOT = ROOT
 
 
 def module_name(path: Path) -> str | None:

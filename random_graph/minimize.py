@@ -18,7 +18,7 @@ import numpy as np
 from runtime.testing.test_model import TestModel, TestOperation, TestSubgraph
 from runtime.types import OperandLifeTime as L, OperandType as T, is_float_type, is_tensor_type
 
-from .generator import GenerationError, with_reference_outputs
+from harness.graphs import GenerationError, with_reference_outputs
 
 #: Candidates tried at most (each runs the driver once).
 MAX_TRIES = 400

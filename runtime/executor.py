@@ -31,9 +31,9 @@ import numpy as np
 from . import ops
 from .errors import HalError, OperationError
 from .extension_types import is_extension_type, type_name
-from .hal.types import Model, OutputShape, Request, Subgraph, SymmPerChannelQuantParams
-from .hal.validate import (_OPERAND_TYPES, MAX_OPERAND_BYTES, MAX_RANK, constant_value,
-                           merged_dimensions, operand_byte_size)
+from .hal.types import Model, OutputShape, Request, Subgraph
+from .hal.validate import (MAX_OPERAND_BYTES, MAX_RANK, constant_value, merged_dimensions, operand_byte_size,
+                           operand_fields)
 from .ops.base import OperandView, OpContext
 from .ops.control_flow import LOOP_TIMEOUT_DEFAULT_NS, LOOP_TIMEOUT_MAXIMUM_NS, LoopTimeoutError
 from .types import ErrorStatus, OperandLifeTime, OperationType, operand_dtype
@@ -190,17 +190,8 @@ class Program:
     declared dimensions, numpy dtype and item size; per operation a :class:`_Step`."""
 
     def __init__(self, model: Model, sg: Subgraph, table=None, dtypes=None):
-        self.fields = []
-        for o in sg.operands:
-            cq, data = None, None
-            if isinstance(o.extra_params, SymmPerChannelQuantParams):
-                cq = (np.asarray(o.extra_params.scales, np.float32), o.extra_params.channel_dim)
-            elif isinstance(o.extra_params, (bytes, bytearray)):
-                data = bytes(o.extra_params)
-            t = _OPERAND_TYPES.get(o.type)
-            if t is None:  # an extension type keeps its code (an invalid one too: it fails when used)
-                t = o.type
-            self.fields.append((t, o.scale, o.zero_point, cq, data))
+        # an extension type keeps its code (an invalid one too: it fails when used)
+        self.fields = [operand_fields(o, strict=False) for o in sg.operands]
         self.declared = [tuple(o.dimensions) for o in sg.operands]
         self.dtypes = [_dtype_or_none(o.type, dtypes) for o in sg.operands]
         self.steps = [_Step(k, op, sg, model, table, dtypes, self.fields) for k, op in enumerate(sg.operations)]

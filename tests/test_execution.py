@@ -26,11 +26,19 @@ def add_compilation(dims=(2,), explicit=True):
     return c
 
 
-def bound(c, x=(1, 2), y=(10, 20)):
+def bound(c, x=(1, 2), y=(10, 20), out_len=None, reusable=False, padding=False):
+    """A new Execution of ``c`` (an ADD of two float32 inputs) with inputs ``x`` and ``y``
+    and a zeroed float32 output of ``out_len`` elements (default: ``len(x)``), made reusable
+    and/or with input and output padding enabled first (both are allowed only before any
+    argument is set); returns (execution, output array)."""
     e = Execution(c)
+    if reusable:
+        e.set_reusable(True)
+    if padding:
+        e.enable_input_and_output_padding(True)
     e.set_input(0, np.array(x, np.float32))
     e.set_input(1, np.array(y, np.float32))
-    out = np.zeros(len(x), np.float32)
+    out = np.zeros(len(x) if out_len is None else out_len, np.float32)
     e.set_output(0, out)
     return e, out
 
@@ -76,12 +84,7 @@ def test_fenced_execution_needs_a_single_explicit_device():
 
 def test_reusable_execution_computes_twice_and_plain_one_once():
     c = add_compilation()
-    e = Execution(c)
-    e.set_reusable(True)
-    e.set_input(0, np.array([1, 2], np.float32))
-    e.set_input(1, np.array([1, 1], np.float32))
-    out = np.zeros(2, np.float32)
-    e.set_output(0, out)
+    e, out = bound(c, (1, 2), (1, 1), reusable=True)
     e.compute()
     out[:] = 0
     e.compute()
@@ -131,20 +134,12 @@ def test_timeout_gives_missed_deadline():
 
 def test_dynamic_output_dimensions_and_insufficient_size():
     c = add_compilation(dims=(0,))
-    e = Execution(c)
-    e.set_input(0, np.array([1, 2, 3], np.float32))
-    e.set_input(1, np.array([1, 1, 1], np.float32))
-    small = np.zeros(2, np.float32)
-    e.set_output(0, small)
+    e, _ = bound(c, (1, 2, 3), (1, 1, 1), out_len=2)
     with pytest.raises(NnapiError) as err:
         e.compute()
     assert err.value.code == ResultCode.OUTPUT_INSUFFICIENT_SIZE
     assert e.get_output_operand_dimensions(0) == [3]
-    e = Execution(c)
-    e.set_input(0, np.array([1, 2, 3], np.float32))
-    e.set_input(1, np.array([1, 1, 1], np.float32))
-    out = np.zeros(3, np.float32)
-    e.set_output(0, out)
+    e, out = bound(c, (1, 2, 3), (1, 1, 1))
     e.compute()
     assert out.tolist() == [2, 3, 4] and e.get_output_operand_rank(0) == 1
 
@@ -155,11 +150,6 @@ def test_padding_allows_longer_buffers_only_when_enabled():
     with pytest.raises(NnapiError) as err:
         e.set_output(0, np.zeros(4, np.float32))
     assert err.value.code == ResultCode.BAD_DATA
-    e = Execution(c)
-    e.enable_input_and_output_padding(True)
-    e.set_input(0, np.array([1, 2], np.float32))
-    e.set_input(1, np.array([3, 4], np.float32))
-    out = np.zeros(4, np.float32)
-    e.set_output(0, out)
+    e, out = bound(c, (1, 2), (3, 4), out_len=4, padding=True)
     e.compute()
     assert out.tolist() == [4, 6, 0, 0]

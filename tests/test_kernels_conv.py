@@ -260,23 +260,6 @@ def test_grouped_conv_2d_quant8_per_channel():
     assert o.reshape(-1).tolist() == [12, 16]
 
 
-def test_grouped_conv_2d_matches_the_naive_formula():
-    # independent formula: naive_conv with groups; SAME padding of a 3x2 filter, stride 2x1
-    # on 5x4: out 3x4; height total pad (3-1)*2 + 3 - 5 = 2 -> (1, 1); width (4-1) + 2 - 4 = 1
-    # -> (0, 1).
-    rng = np.random.default_rng(2)
-    x = rng.standard_normal((1, 5, 4, 6))
-    f = rng.standard_normal((9, 3, 2, 2))
-    bias = rng.standard_normal(9)
-    expected = naive_conv(x, f, bias, 3, (2, 1), (1, 1, 0, 1), (1, 1))
-    (shape,), (o,) = run_direct(
-        Op.GROUPED_CONV_2D, [view(F32, x), view(F32, f), view(F32, bias), iv(SAME),
-                             iv(1), iv(2), iv(3), iv(NONE), bv(False)],
-        [OperandView(F32, ())])
-    assert shape == (1, 3, 4, 9)
-    np.testing.assert_allclose(o, expected, rtol=1e-5, atol=1e-5)
-
-
 def test_grouped_conv_2d_rejects_inconsistent_groups():
     x, b = view(F32, np.ones((1, 2, 2, 4))), view(F32, np.zeros(3))
     with pytest.raises(OperationError, match="depth_out 3 must be a multiple of num_groups 2"):
@@ -293,29 +276,31 @@ def test_grouped_conv_2d_rejects_inconsistent_groups():
 
 # --- TRANSPOSE_CONV_2D -----------------------------------------------------------------------
 
-def test_transpose_conv_2d_stride_2_hand_computed():
-    # x = [[1, 2], [3, 4]], filter [[1, 2], [3, 4]], stride 2, no padding: output 2*2 + 2 - 2
-    # = 4; each input v writes v * filter into its own 2x2 block:
-    # [[1, 2, 2, 4], [3, 4, 6, 8], [3, 6, 4, 8], [9, 12, 12, 16]].
-    x = np.array([1, 2, 3, 4], np.float32).reshape(1, 2, 2, 1)
-    f = np.array([1, 2, 3, 4], np.float32).reshape(1, 2, 2, 1)
-    (o,) = run_op(Op.TRANSPOSE_CONV_2D, [inp(F32, x), const(F32, f), const(F32, [0]), i32(0), i32(0),
-                                         i32(0), i32(0), i32(2), i32(2), i32(NONE), flag(False)],
-                  [out(F32, [1, 4, 4, 1])])
-    assert o.reshape(4, 4).tolist() == [[1, 2, 2, 4], [3, 4, 6, 8], [3, 6, 4, 8], [9, 12, 12, 16]]
-
-
-def test_transpose_conv_2d_stride_1_overlaps_and_explicit_padding():
+#: Hand-computed float32 cases of x = [1, 2, 3, 4] (2x2, one channel) transposed-convolved
+#: with the 2x2 filter [[1, 2], [3, 4]]: (input shape, bias, explicit padding left, right,
+#: top, bottom and strides w, h, NCHW flag, output shape, expected output as 2-d rows).
+TRANSPOSE_HAND_CASES = {
+    # stride 2, no padding: output 2*2 + 2 - 2 = 4; each input v writes v * filter into its
+    # own 2x2 block.
+    "stride-2": ((1, 2, 2, 1), [0], (0, 0, 0, 0, 2, 2), False, [1, 4, 4, 1],
+                 [[1, 2, 2, 4], [3, 4, 6, 8], [3, 6, 4, 8], [9, 12, 12, 16]]),
     # stride 1: out[y, x] = sum over iy + a = y, ix + b = x of x[iy, ix] * f[a, b] (3x3):
     # [[1, 4, 4], [6, 20, 16], [9, 24, 16]] (e.g. centre 1*4 + 2*3 + 3*2 + 4*1 = 20).
     # Padding left 1, right 0, top 0, bottom 1: 2x2 = rows 0-1, columns 1-2 -> [[4, 4], [20, 16]].
     # NCHW with 1 channel has the same memory order. Bias 0.5 is added everywhere.
-    x = np.array([1, 2, 3, 4], np.float32).reshape(1, 1, 2, 2)
+    "stride-1-overlaps-explicit-padding-nchw": ((1, 1, 2, 2), [0.5], (1, 0, 0, 1, 1, 1), True, [1, 1, 2, 2],
+                                                [[4.5, 4.5], [20.5, 16.5]]),
+}
+
+
+@pytest.mark.parametrize("case", list(TRANSPOSE_HAND_CASES))
+def test_transpose_conv_2d_hand_computed(case):
+    x_shape, bias, explicit, nchw, out_shape, expected = TRANSPOSE_HAND_CASES[case]
+    x = np.array([1, 2, 3, 4], np.float32).reshape(x_shape)
     f = np.array([1, 2, 3, 4], np.float32).reshape(1, 2, 2, 1)
-    (o,) = run_op(Op.TRANSPOSE_CONV_2D, [inp(F32, x), const(F32, f), const(F32, [0.5]), i32(1), i32(0),
-                                         i32(0), i32(1), i32(1), i32(1), i32(NONE), flag(True)],
-                  [out(F32, [1, 1, 2, 2])])
-    assert o.reshape(2, 2).tolist() == [[4.5, 4.5], [20.5, 16.5]]
+    (o,) = run_op(Op.TRANSPOSE_CONV_2D, [inp(F32, x), const(F32, f), const(F32, bias), *map(i32, explicit),
+                                         i32(NONE), flag(nchw)], [out(F32, out_shape)])
+    assert o.reshape(len(expected), -1).tolist() == expected
 
 
 def test_transpose_conv_2d_implicit_same_padding_from_the_output_shape():
@@ -343,20 +328,35 @@ def test_transpose_conv_2d_per_channel_filter():
     assert o.reshape(-1).tolist() == [15, 7]
 
 
-def test_transpose_conv_2d_matches_the_naive_formula_with_negative_tail_padding():
-    # independent formula: naive_transpose_conv; padding bottom -1 / right -2 extend the
-    # output past the last input's reach (those cells hold only the bias), as AOSP allows.
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal((2, 3, 4, 2))
-    f = rng.standard_normal((3, 3, 2, 2))
-    bias = rng.standard_normal(3)
-    expected = naive_transpose_conv(x, f, bias, (2, 3), (1, -1, 0, -2))
-    (shape,), (o,) = run_direct(
-        Op.TRANSPOSE_CONV_2D, [view(F32, x), view(F32, f), view(F32, bias), iv(0),
-                               iv(-2), iv(1), iv(-1), iv(3), iv(2), iv(NONE),
-                               bv(False)],
-        [OperandView(F32, ())])
-    assert shape == expected.shape == (2, 3 * 2 + 3 - 2 - 1 + 1, 4 * 3 + 2 - 3 - 0 + 2, 3)
+#: Random float32 cases checked against the independent loop formulas: (operation, seed,
+#: input shape, filter shape, the formula's result from (x, filter, bias), the scalar
+#: inputs after input/filter/bias, the output shape worked out by hand).
+NAIVE_CASES = {
+    # naive_conv with groups; SAME padding of a 3x2 filter, stride 2x1 on 5x4: out 3x4;
+    # height total pad (3-1)*2 + 3 - 5 = 2 -> (1, 1); width (4-1) + 2 - 4 = 1 -> (0, 1).
+    "grouped-same-padding": (Op.GROUPED_CONV_2D, 2, (1, 5, 4, 6), (9, 3, 2, 2),
+                             lambda x, f, b: naive_conv(x, f, b, 3, (2, 1), (1, 1, 0, 1), (1, 1)),
+                             [iv(SAME), iv(1), iv(2), iv(3), iv(NONE), bv(False)], (1, 3, 4, 9)),
+    # naive_transpose_conv; padding bottom -1 / right -2 extend the output past the last
+    # input's reach (those cells hold only the bias), as AOSP allows. Output height
+    # (3 - 1) * 2 + 3 - 1 - (-1) = 7, width (4 - 1) * 3 + 2 - 0 - (-2) = 13.
+    "transpose-negative-tail-padding": (Op.TRANSPOSE_CONV_2D, 3, (2, 3, 4, 2), (3, 3, 2, 2),
+                                        lambda x, f, b: naive_transpose_conv(x, f, b, (2, 3), (1, -1, 0, -2)),
+                                        [iv(0), iv(-2), iv(1), iv(-1), iv(3), iv(2), iv(NONE), bv(False)],
+                                        (2, 7, 13, 3)),
+}
+
+
+@pytest.mark.parametrize("case", list(NAIVE_CASES))
+def test_matches_the_naive_formula(case):
+    op, seed, x_shape, f_shape, naive, scalars, out_shape = NAIVE_CASES[case]
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(x_shape)
+    f = rng.standard_normal(f_shape)
+    bias = rng.standard_normal(f_shape[0])
+    expected = naive(x, f, bias)
+    (shape,), (o,) = run_direct(op, [view(F32, x), view(F32, f), view(F32, bias), *scalars], [OperandView(F32, ())])
+    assert shape == expected.shape == out_shape
     np.testing.assert_allclose(o, expected, rtol=1e-5, atol=1e-5)
 
 

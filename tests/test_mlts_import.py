@@ -185,6 +185,17 @@ class Net:
         return bytes(b.Output())
 
 
+def relu_model() -> bytes:
+    """A TFLite model of one RELU from a float32 [2, 2] input to a float32 [2, 2] output."""
+    n = Net()
+    x = n.tensor([2, 2])
+    n.inputs = [x]
+    y = n.tensor([2, 2])
+    n.op("RELU", [x], [y])
+    n.outputs = [y]
+    return n.build()
+
+
 RNG = np.random.default_rng(7)
 
 
@@ -465,13 +476,7 @@ def test_bad_files_and_inputs(tmp_path, device):
         import_tflite(bad)
     with pytest.raises(TFLiteImportError, match="cannot read"):
         import_tflite(tmp_path / "missing.tflite")
-    n = Net()
-    x = n.tensor([2, 2])
-    n.inputs = [x]
-    y = n.tensor([2, 2])
-    n.op("RELU", [x], [y])
-    n.outputs = [y]
-    imported = import_tflite(n.build())
+    imported = import_tflite(relu_model())
     with pytest.raises(ValueError, match="must have shape"):
         run_imported(imported, device, [rand(3)])
     with pytest.raises(ValueError, match="0 inputs given, the model has 1"):
@@ -486,13 +491,7 @@ def test_model_file_is_read_under_a_size_limit(tmp_path, monkeypatch):
     a file of exactly the limit is read."""
     import mlts.tflite_import as package
     assert package.MAX_TFLITE_BYTES == reader.MAX_TFLITE_BYTES == 512 * 1024 * 1024
-    n = Net()
-    x = n.tensor([2, 2])
-    n.inputs = [x]
-    y = n.tensor([2, 2])
-    n.op("RELU", [x], [y])
-    n.outputs = [y]
-    data = n.build()
+    data = relu_model()
     path = tmp_path / "relu.tflite"
     path.write_bytes(data)
     monkeypatch.setattr(reader, "MAX_TFLITE_BYTES", len(data))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -388,20 +389,31 @@ def test_bench_model_side_by_side_on_the_sample_driver():
     assert "driver sync" in r.table()
 
 
-def test_blas_threads_limits_and_restores():
+@pytest.mark.parametrize("field, api, hide_threadpoolctl", [("user_api", "blas", False),
+                                                            ("internal_api", "openblas", True)],
+                         ids=["threadpoolctl", "openblas-directly"])
+def test_blas_threads_limits_and_restores(monkeypatch, field, api, hide_threadpoolctl):
+    """blas_threads(1) sets the pool to 1 thread and restores it, through threadpoolctl or,
+    when threadpoolctl cannot be imported, through OpenBLAS directly; the thread counts are
+    read with threadpoolctl's own threadpool_info (imported before it is hidden)."""
     from mlts.bench import blas_threads
     try:
         from threadpoolctl import threadpool_info
     except ImportError:
-        pytest.skip("threadpoolctl is not installed")
-    blas = [i for i in threadpool_info() if i["user_api"] == "blas"]
-    if not blas:
-        pytest.skip("numpy has no BLAS threadpool threadpoolctl can see")
-    before = blas[0]["num_threads"]
+        pytest.skip("threadpoolctl is not installed (nothing independent to check against)")
+
+    def threads():
+        pools = [i for i in threadpool_info() if i[field] == api]
+        return pools[0]["num_threads"] if pools else None
+    before = threads()
+    if before is None:
+        pytest.skip(f"numpy has no {api} threadpool threadpoolctl can see")
+    if hide_threadpoolctl:
+        monkeypatch.setitem(sys.modules, "threadpoolctl", None)   # import fails inside
     with blas_threads(1) as b:
         assert b.threads == 1
-        assert [i for i in threadpool_info() if i["user_api"] == "blas"][0]["num_threads"] == 1
-    assert [i for i in threadpool_info() if i["user_api"] == "blas"][0]["num_threads"] == before
+        assert threads() == 1
+    assert threads() == before
 
 
 def test_locate_divergence_with_isolation_tells_accumulation_from_departure():
@@ -465,23 +477,6 @@ def test_blazeface_decoding_agrees_with_the_registrys_decoder():
             assert m.score == pytest.approx(t.score, abs=1e-6)
             assert m.box == pytest.approx(tuple(t.box), abs=1e-5)
             np.testing.assert_allclose(m.keypoints, t.keypoints, atol=1e-5)
-
-
-def test_blas_threads_without_threadpoolctl_uses_openblas_directly(monkeypatch):
-    from mlts.bench import blas_threads
-    try:
-        from threadpoolctl import threadpool_info
-    except ImportError:
-        pytest.skip("threadpoolctl is not installed (nothing independent to check against)")
-    blas = [i for i in threadpool_info() if i["internal_api"] == "openblas"]
-    if not blas:
-        pytest.skip("numpy is not linked with OpenBLAS")
-    before = blas[0]["num_threads"]
-    monkeypatch.setitem(__import__("sys").modules, "threadpoolctl", None)   # import fails inside
-    with blas_threads(1) as b:
-        assert b.threads == 1
-        assert [i for i in threadpool_info() if i["internal_api"] == "openblas"][0]["num_threads"] == 1
-    assert [i for i in threadpool_info() if i["internal_api"] == "openblas"][0]["num_threads"] == before
 
 
 @needs_litert

@@ -4,7 +4,8 @@ touched: model validation, the VTS mutations, random graphs and the coverage mat
 fuzz decoder part is marked below: it depends on the decoder drawing from the rows).
 
 The throwaway row re-uses OperationType.ABS's code with one signature of its own
-(TENSOR_FLOAT32 rank 1-2 -> same), ``y = -x``, so every expectation below follows from
+(TENSOR_FLOAT32 rank 1-2 -> same), ``y = -x``, a model-time rule (the output's dimensions
+are the input's) and one error input breaking it, so every expectation below follows from
 this file alone.
 """
 from __future__ import annotations
@@ -16,10 +17,21 @@ from runtime import ops
 from runtime.errors import HalError
 from runtime.hal.types import DataLocation, Model, Operand, Operation, Subgraph
 from runtime.hal.validate import validate_model
-from runtime.ops.base import OperationDef, registered, sig, tensor
+from runtime.ops.base import ErrorInput, OperationDef, check, registered, sig, tensor
 from runtime.types import OperandLifeTime as L, OperandType as T, OperationType as OT
 
 OP = OT.ABS
+
+
+def _same_dims(ctx) -> None:
+    check(ctx.outputs[0].dims == ctx.inputs[0].dims, "output dims must equal the input's")
+
+
+def _wider_output(inputs, outputs):
+    """The output one wider on its last dimension than the input."""
+    out = outputs[0]
+    wider = type(out)(**{**out.__dict__, "dims": (*out.dims[:-1], out.dims[-1] + 1)})
+    yield ErrorInput("output 0", inputs, [wider], "must equal the input's", "y = -x keeps the shape")
 
 
 def _negate_row() -> OperationDef:
@@ -27,6 +39,7 @@ def _negate_row() -> OperationDef:
         OP, (sig(1, [tensor("input", T.TENSOR_FLOAT32, (1, 2))], [tensor("output", T.TENSOR_FLOAT32, (1, 2))]),),
         prepare=lambda ctx: [tuple(ctx.inputs[0].dims)],
         execute=lambda ctx: [-ctx.inputs[0].value],
+        validate=_same_dims, error_inputs=_wider_output,
         summary="-x (a throwaway row of tests/test_operation_row_reaches_consumers.py)")
 
 
@@ -62,6 +75,12 @@ def test_vts_mutations_read_the_row(row):
     types = list(MODEL_KINDS["operation_operand_type"](model))
     assert types and all(not _valid(m.model) for m in types)
     assert not any("operand 0 set to type TENSOR_FLOAT32" in m.description for m in types)
+    # the row's error input: the output [2, 3] made [2, 4], which its validate rejects
+    (wider,) = MODEL_KINDS["row_error_inputs"](model)
+    assert wider.description == "row_error_inputs: operation 0 (ABS) output 0: y = -x keeps the shape"
+    assert wider.model.main.operands[1].dimensions == [2, 4] and model.main.operands[1].dimensions == [2, 3]
+    with pytest.raises(HalError, match=r"operation 0 \(ABS\): output dims must equal the input's"):
+        validate_model(wider.model)
 
 
 def _valid(model) -> bool:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.runner import build_model
+from harness.runner import build_model, execute_compilation
 from runtime.drivers.sample import SampleDevice
 from runtime.drivers.variants import PartialSampleDevice
 from runtime.errors import HalError, NnapiError
@@ -19,11 +19,10 @@ from runtime.nnapi import Compilation, Device, Execution, Model, get_devices
 from runtime.nnapi.device import CPU_DEVICE_NAME, cpu_device, default_devices
 from runtime.nnapi.partition import (MODEL_INPUT, MODEL_OUTPUT, TEMPORARY, ExecutionPlan,
                                      best_device_for_each_operation, operation_performance)
-from runtime.testing.criteria import compare, tolerance_for
-from runtime.testing.hal_convert import expected_output_size
+from runtime.testing.criteria import judge
 from runtime.testing.test_model import iter_corpus
 from runtime.types import (DeviceTypeCode, ErrorStatus, OperandLifeTime as L, OperandType as T,
-                           OperationType as Op, PreferenceCode, ResultCode, operand_dtype)
+                           OperationType as Op, PreferenceCode, ResultCode)
 
 CORPUS_V1_0 = Path(__file__).resolve().parent.parent / "cts" / "corpus" / "V1_0"
 
@@ -468,35 +467,13 @@ THREE = ["sample-float-fast", "sample-quant", "sample"]
 
 
 def run_corpus_model(tm, names) -> tuple[list[str], Compilation]:
-    """Compile ``tm`` for ``names`` (explicit), execute its example, compare the outputs."""
-    model = build_model(tm)
-    compilation = Compilation.create_for_devices(model, get_devices(names))
+    """Compile ``tm`` for ``names`` (explicit), execute its example once as the CTS does
+    (:func:`harness.runner.execute_compilation`: user buffers, outputs poisoned, no timing
+    across devices) and judge the outputs (:func:`runtime.testing.criteria.judge`)."""
+    compilation = Compilation.create_for_devices(build_model(tm), get_devices(names))
     compilation.finish()
-    execution = Execution(compilation)
-    for j, idx in enumerate(tm.main.input_indexes):
-        data = tm.main.operands[idx].data
-        execution.set_input(j, data, None if data is None else list(data.shape))
-    buffers = []
-    for j, idx in enumerate(tm.main.output_indexes):
-        o = tm.main.operands[idx]
-        buffers.append(np.zeros(expected_output_size(tm, j), np.uint8))
-        execution.set_output(j, buffers[-1], None if o.data is not None else [])
-    execution.compute()
-    relaxed = tm.is_relaxed or any(o.type == T.TENSOR_FLOAT16 for o in tm.main.operands)
-    problems = []
-    for j, idx in enumerate(tm.main.output_indexes):
-        o = tm.main.operands[idx]
-        if o.is_ignored or o.data is None:
-            continue
-        dims = execution.get_output_operand_dimensions(j)
-        if list(o.data.shape) != dims:
-            problems.append(f"output {j}: dimensions {dims}, expected {list(o.data.shape)}")
-            continue
-        actual = buffers[j].view(operand_dtype(o.type))[:o.data.size]
-        msg = compare(o.data, actual, tolerance_for(o.type, relaxed, tm.name))
-        if msg:
-            problems.append(f"output {j}: {msg}")
-    return problems, compilation
+    ((outputs, dims),) = execute_compilation(compilation, tm, require_timing=False)
+    return judge(tm, outputs, dims), compilation
 
 
 @pytest.mark.parametrize("tm", V1_0_MODELS, ids=[tm.test_id for tm in V1_0_MODELS])

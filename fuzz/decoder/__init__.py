@@ -73,8 +73,9 @@ Literal graph (mode 0)::
 Data are fitted to the schema: when the dimensions are fully specified the element count
 must be their product, so the values are cut or zero-padded to it (or dropped, ``null``,
 when the product exceeds ``MAX_ELEMENTS``); a tensor of unknown rank (no dimensions) keeps
-one value, as a scalar; otherwise they stay flat; an empty array is ``null``. A SUBGRAPH operand always holds one uint32. Indexes are kept even when out of
-range (the validators must reject them).
+one value, as a scalar; otherwise they stay flat; an empty array is ``null``. A SUBGRAPH
+operand always holds one uint32. Indexes are kept even when out of range (the validators
+must reject them).
 
 Generated graph (mode 1): a short chain of operations of the operation table, each drafted
 the way random graphs are (:mod:`runtime.ops.generation`: the table's defaults, then the

@@ -161,7 +161,8 @@ def _subgraph_difference(sa: TestSubgraph, sb: TestSubgraph, data: bool) -> str 
             return f"operand {i}: channel_quant {cx} vs {cy}"
         if data:
             if (x.data is None) != (y.data is None):
-                return f"operand {i}: data {'null' if x.data is None else 'set'} vs {'null' if y.data is None else 'set'}"
+                said = ["null" if o.data is None else "set" for o in (x, y)]
+                return f"operand {i}: data {said[0]} vs {said[1]}"
             if x.data is not None:
                 dt = operand_dtype(x.type)
                 if x.data.shape != y.data.shape or \

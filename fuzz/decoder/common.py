@@ -136,16 +136,19 @@ class ByteWriter:
         self.out = bytearray()
 
     def u8(self, v: int) -> None:
+        """One byte (``v`` modulo 256)."""
         self.out.append(v & 0xFF)
 
     def u32(self, v: int) -> None:
+        """A little-endian uint32 (``v`` modulo 2**32)."""
         self.out += (v & 0xFFFFFFFF).to_bytes(4, "little")
 
     def f32(self, v: float) -> None:
+        """``v`` as 4 little-endian bytes of a binary32."""
         self.out += _F32.pack(v)
 
     def varint(self, v: int) -> None:
-        """Raises ValueError for a negative ``v``."""
+        """``v`` as an unsigned LEB128; raises ValueError for a negative ``v``."""
         if v < 0:
             raise ValueError(f"varint of negative {v}")
         while True:
@@ -158,9 +161,11 @@ class ByteWriter:
                 return
 
     def zigzag(self, v: int) -> None:
+        """A signed ``v`` as the varint :meth:`ByteReader.zigzag` reads back."""
         self.varint((v << 1) if v >= 0 else ((-v) << 1) - 1)
 
     def raw(self, data: bytes) -> None:
+        """``data`` as is."""
         self.out += data
 
 

@@ -60,8 +60,7 @@ def _hostile_kinds(s: Slot) -> tuple[str, ...]:
     """What an escape may break in drafted input ``s`` (see :meth:`Generator.input`)."""
     if s.value is not None:
         return ("value", "omit", "dims") if s.is_tensor else ("value", "omit")
-    return ("dims", "omit", "link", "values") + (("quant",) if is_quantized_type(s.type) else ()) \
-        + (("channels",) if s.channel_quant is not None else ())
+    return ("dims", "omit", "link", "values") + (("channels",) if s.channel_quant is not None else ())
 
 
 class Generator:
@@ -282,10 +281,10 @@ class Generator:
         dims, scale, zp, cq = list(s.dims), s.scale, s.zero_point, s.channel_quant
         if kind == "dims":
             dims = self.hostile_dims(dims)
-        elif kind == "quant":
-            scale, zp = self.hostile_quant(scale, zp, s.arg.fixed_quant is not None)
         elif kind == "channels":
             cq = self.hostile_channels(cq, dims)
+        if is_quantized_type(s.type) and self.hostile():  # its own escape, as an output's
+            scale, zp = self.hostile_quant(scale, zp, s.arg.fixed_quant is not None)
         lifetime = _DATA_LIFETIMES[r.u8() % 8]
         data = self.data(d, s, dims, kind == "values")
         if lifetime == L.CONSTANT_REFERENCE and data is None:

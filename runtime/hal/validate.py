@@ -95,9 +95,14 @@ def constant_value(model: Model, operand: Operand, dtype=None) -> np.ndarray | N
     return arr.reshape(tuple(operand.dimensions))
 
 
-def operand_view(operand: Operand, value=None, omitted: bool = False, dims=None) -> OperandView:
-    """The :class:`OperandView` of a HAL operand (optionally with refined ``dims``); an
-    extension operand keeps its type code and passes its extension data along."""
+def operand_fields(operand: Operand, strict: bool = True) -> tuple:
+    """The static :class:`OperandView` fields of a HAL operand: (type, scale, zeroPoint,
+    per-channel quantization, extension data). The type is its :class:`OperandType` member,
+    or the code itself for an extension type; any other code raises ValueError, or with
+    ``strict`` False is kept as is (the executor's: it fails only when an operation reads
+    it). Per-channel quantization is (scales as float32, channelDim) for
+    SymmPerChannelQuantParams extra params, extension data the bytes of an extension
+    operand's extra params; each None otherwise."""
     cq, data = None, None
     if isinstance(operand.extra_params, SymmPerChannelQuantParams):
         cq = (np.asarray(operand.extra_params.scales, np.float32), operand.extra_params.channel_dim)
@@ -105,9 +110,17 @@ def operand_view(operand: Operand, value=None, omitted: bool = False, dims=None)
         data = bytes(operand.extra_params)
     t = _OPERAND_TYPES.get(operand.type)
     if t is None:
-        t = operand.type if is_extension_type(operand.type) else T(operand.type)
+        t = operand.type if not strict or is_extension_type(operand.type) else T(operand.type)
+    return t, operand.scale, operand.zero_point, cq, data
+
+
+def operand_view(operand: Operand, value=None, omitted: bool = False, dims=None) -> OperandView:
+    """The :class:`OperandView` of a HAL operand (optionally with refined ``dims``); an
+    extension operand keeps its type code and passes its extension data along
+    (:func:`operand_fields`; ValueError for an unknown non-extension type code)."""
+    t, scale, zero_point, cq, data = operand_fields(operand)
     return OperandView(t, tuple(dims if dims is not None else operand.dimensions),
-                       operand.scale, operand.zero_point, value, omitted, cq, data)
+                       scale, zero_point, value, omitted, cq, data)
 
 
 def _check_subgraph(name: str, sg: Subgraph, model: Model, feature_level: int) -> list[int | None]:

@@ -304,6 +304,24 @@ class Execution:
     def _device_name(self) -> str:
         return self.compilation.device.name if self.compilation.device else "partitioned plan"
 
+    def _launch(self, call: str, start):
+        """``start()`` (the driver's asynchronous launch, HAL method ``call``) under
+        :func:`driver_call`; its result. When the driver refuses, the execution is abandoned
+        and the NnapiError raised."""
+        try:
+            with driver_call(f"{self._device_name()}: {call}"):
+                return start()
+        except NnapiError:
+            self._abandon()
+            raise
+
+    def _await(self, wait, limit: float, never: str) -> None:
+        """``wait(limit)`` (a callback's or a sync fence's); when it gives False the driver never
+        completed: the execution is abandoned and OP_FAILED raised, saying ``never``."""
+        if not wait(limit):
+            self._abandon()
+            raise NnapiError(ResultCode.OP_FAILED, f"{self._device_name()}: {never} (waited {limit} s)")
+
     def _finish(self, request: Request, status: ErrorStatus, shapes, timing: Timing, message: str) -> None:
         """Judge the driver's result: check shapes, copy outputs back, set state. Raises."""
         self._state = _State.COMPLETED
@@ -394,19 +412,11 @@ class Execution:
         request, _ = self._begin("start_compute")
         callback = ExecutionCallback()
         prepared = self.compilation.prepared
-        try:
-            with driver_call(f"{self._device_name()}: execute_asynchronously"):
-                prepared.execute_asynchronously(request, self._measure_flag(), self._deadline(),
-                                                self._loop_timeout_ns, callback)
-        except NnapiError:
-            self._abandon()
-            raise
+        self._launch("execute_asynchronously", lambda: prepared.execute_asynchronously(
+            request, self._measure_flag(), self._deadline(), self._loop_timeout_ns, callback))
 
         def wait(limit: float) -> None:
-            if not callback.wait(limit):
-                self._abandon()
-                raise NnapiError(ResultCode.OP_FAILED, f"{self._device_name()}: the driver never notified "
-                                 f"the execution callback (waited {limit} s)")
+            self._await(callback.wait, limit, "the driver never notified the execution callback")
             self._finish(request, callback.status, callback.output_shapes, callback.timing, callback.message)
         return Event(wait)
 
@@ -429,19 +439,11 @@ class Execution:
             fences.append(e.sync_fence)
         request, _ = self._begin("start_compute_with_dependencies")
         prepared = self.compilation.prepared
-        try:
-            with driver_call(f"{self._device_name()}: execute_fenced"):
-                fence, callback = prepared.execute_fenced(request, fences, self._measure_flag(), self._deadline(),
-                                                          self._loop_timeout_ns, duration_ns or None)
-        except NnapiError:
-            self._abandon()
-            raise
+        fence, callback = self._launch("execute_fenced", lambda: prepared.execute_fenced(
+            request, fences, self._measure_flag(), self._deadline(), self._loop_timeout_ns, duration_ns or None))
 
         def wait(limit: float) -> None:
-            if not fence.wait(limit):
-                self._abandon()
-                raise NnapiError(ResultCode.OP_FAILED, f"{self._device_name()}: the execution's sync fence "
-                                 f"was not signaled within {limit} s")
+            self._await(fence.wait, limit, "the execution's sync fence was not signaled")
             launched, fenced, status = callback.get_execution_info()
             if fence.status not in (None, ErrorStatus.NONE) and status == ErrorStatus.NONE:
                 status = fence.status

@@ -15,7 +15,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 import numpy as np
 
 from ..errors import OperationError
-from ..types import OperandType, OperationType, is_tensor_type
+from ..types import ErrorStatus, OperandType, OperationType, is_tensor_type
 
 ANY_RANK = None
 
@@ -249,7 +249,9 @@ class OperationDef:
     #: Invalid uses of this row that its signatures alone cannot tell (in the spirit of
     #: PyTorch OpInfo's ``error_inputs_func``): ``error_inputs(inputs, outputs)``, given the
     #: operand views of a valid use, yields :class:`ErrorInput` variants, each breaking one
-    #: rule of the operation, with the message fragment the rejection names. None: none.
+    #: rule of the operation, with the message fragment the rejection names, the rule and
+    #: when NNAPI rejects it (model validation or the operation's prepare). Builders:
+    #: :mod:`runtime.ops.error_inputs`. None: none.
     error_inputs: Callable[[list, list], Iterator["ErrorInput"]] | None = None
 
     @property
@@ -307,14 +309,30 @@ class OperationDef:
 @dataclass(frozen=True)
 class ErrorInput:
     """One invalid variant of a valid use of an operation (see
-    ``OperationDef.error_inputs``): which operand changed (``where``: ``"input 1"`` ...),
-    the operand views of the variant, and ``error``, a fragment of the message the
-    rejection (OperationError / HalError INVALID_ARGUMENT) names."""
+    ``OperationDef.error_inputs``): which operand changed (``where``: ``"input 1"``,
+    ``"output 0"``), the operand views of the variant (every other view is the valid use's
+    own object), ``error``, a fragment of the message the rejection names, and ``reason``,
+    the rule broken with its NNAPI source (``types.spec`` / AOSP).
+
+    ``at``: when NNAPI rejects the variant. ``"validation"``: model validation (the row's
+    ``validate``, a ``fixed_quant`` slot): HAL ``INVALID_ARGUMENT`` from
+    ``getSupportedOperations`` / ``prepareModel``, ``ANEURALNETWORKS_BAD_DATA`` from the
+    front end's ``ANeuralNetworksModel_finish``. ``"prepare"``: the model is valid (AOSP
+    validates operand types, not shapes or parameter values); the operation's ``prepare``
+    rejects it when it runs: HAL ``GENERAL_FAILURE`` from the execution,
+    ``ANEURALNETWORKS_OP_FAILED`` from the front end."""
 
     where: str
     inputs: list
     outputs: list
     error: str
+    reason: str
+    at: str = "validation"
+
+    @property
+    def status(self) -> ErrorStatus:
+        """The HAL status the rejection carries (see ``at``)."""
+        return ErrorStatus.INVALID_ARGUMENT if self.at == "validation" else ErrorStatus.GENERAL_FAILURE
 
 
 #: The operation table: OperationType -> OperationDef. Filled by the family modules.

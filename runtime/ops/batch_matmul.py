@@ -44,6 +44,7 @@ import numpy as np
 from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import from_float, to_float
+from .error_inputs import PREPARE, grown
 from .window import (GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, check_work, draft_count,
                      draft_linked, draft_quantization, draft_rms, draft_weights)
 
@@ -139,8 +140,17 @@ def _generate(d) -> None:
         draft_weights(d, 1, k, draft_rms(d, 0), spread)
 
 
+def _error_inputs(inputs, outputs):
+    """rhs one longer on its contracted dimension (rows, columns with adj_y): the inner
+    dimensions no longer agree (NNAPI types.spec BATCH_MATMUL; AOSP ``batch_matmul::prepare``)."""
+    adj_y = len(inputs) > 3 and not inputs[3].omitted and inputs[3].value is not None and bool(inputs[3].value)
+    yield from grown(1, -1 if adj_y else -2, "columns but input 1",
+                     "BATCH_MATMUL lhs columns equal rhs rows, after the adjoints "
+                     "(NNAPI types.spec)", PREPARE)(inputs, outputs)
+
+
 register(OperationDef(OperationType.BATCH_MATMUL, SIGNATURES, prepare, execute,
-                      generate=_generate,
+                      generate=_generate, error_inputs=_error_inputs,
                       summary="matrix product of each batch slice, optionally adjointing "
                               "either operand", aosp_source="BatchMatmulExecution.cpp",
                       weight_slots=("rhs",)))

@@ -12,6 +12,7 @@ import numpy as np
 from ..types import OperationType
 from .base import OpContext, check, scalar, tensor
 from .common import from_nhwc, int_vector, layout_dims, layout_flag, nhwc_dims, to_nhwc
+from .error_inputs import PREPARE, changed
 # the family's shared pieces (signatures, registration, quantization and parameter rules)
 from .shape_ops import (I32, T, _draft_nchw, _draft_zero_point_0, _pad_value, _paddings, _rank,
                         _reg, _same_quant, _sigs)
@@ -125,13 +126,31 @@ def _generate_s2d(d) -> None:
     d.param("block_size", b)
 
 
+def _block_error_inputs(op: OperationType):
+    """block_size one more than the height (SPACE_TO_DEPTH: it must divide height and
+    width) or the depth (DEPTH_TO_SPACE: its square must divide the depth); AOSP checks both
+    in its prepare (``spaceToDepthPrepare``, ``depthToSpacePrepare``)."""
+    def hook(inputs, outputs):
+        if inputs[0].rank != 4 or inputs[1].value is None:
+            return
+        _, h, _, c = nhwc_dims(inputs[0].dims, layout_flag(OpContext(op, inputs, outputs), 2))
+        space = op == OperationType.SPACE_TO_DEPTH
+        yield changed(inputs, outputs, "input 1", "must be divisible by block_size",
+                      f"{op.name} block_size must divide the input "
+                      f"{'height and width' if space else 'depth (squared)'} (NNAPI types.spec)",
+                      PREPARE, value=(h if space else c) + 1)
+    return hook
+
+
 _BLOCK = [scalar("block_size", T.INT32)]
 _reg(OperationType.DEPTH_TO_SPACE, _sigs(1, _BLOCK, (4,), layout=True), _d2s_prepare,
      _nhwc_kernel(_d2s), "move depth blocks of block_size^2 into spatial blocks (NHWC or NCHW)",
-     aosp_source="CpuExecutor.cpp", generate=_generate_d2s)
+     aosp_source="CpuExecutor.cpp", generate=_generate_d2s,
+     error_inputs=_block_error_inputs(OperationType.DEPTH_TO_SPACE))
 _reg(OperationType.SPACE_TO_DEPTH, _sigs(1, _BLOCK, (4,), layout=True), _s2d_prepare,
      _nhwc_kernel(_s2d), "move spatial blocks of block_size x block_size into depth (NHWC or NCHW)",
-     aosp_source="CpuExecutor.cpp", generate=_generate_s2d)
+     aosp_source="CpuExecutor.cpp", generate=_generate_s2d,
+     error_inputs=_block_error_inputs(OperationType.SPACE_TO_DEPTH))
 
 
 # --- BATCH_TO_SPACE_ND, SPACE_TO_BATCH_ND (FL2; NCHW flag FL3) -------------------------------

@@ -98,6 +98,7 @@ from ..types import OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (Window2D, check_fuse_code, from_float, from_nhwc, layout_dims,
                      meets_fl1_output_scale, nhwc_dims, read_window, to_float, to_nhwc, window_args)
+from .error_inputs import PREPARE, chain, changed, grown, quant_bias
 from .window import (F16, F32, GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, I32, MAX_PADDED_ELEMENTS,
                      PER_CHANNEL, Q8, Q8S, T, bias_activation, bias_real, check_filter_quant,
                      check_work, compute_dtype, depthwise_columns, depthwise_taps, direct_conv,
@@ -305,6 +306,32 @@ def _validator(kind: str):
     return validate
 
 
+def _error_inputs(kind: str):
+    """Invalid uses of a convolution (NNAPI types.spec CONV_2D / DEPTHWISE_CONV_2D /
+    GROUPED_CONV_2D): at model validation a quantized bias off input_scale * filter_scale or
+    with zeroPoint 1; at prepare (AOSP ``conv2d::prepare``, ``depthwise_conv_2d::prepare``,
+    ``groupedConvPrepare``) a filter depth off the input depth (CONV_2D, GROUPED_CONV_2D),
+    a depth_multiplier off depth_out / depth_in (DEPTHWISE_CONV_2D) and a bias longer than
+    depth_out."""
+    src = f"NNAPI types.spec {kind}"
+
+    def depth(inputs, outputs):
+        if kind == DEPTHWISE:
+            j = _layout_indexes(OpContext(OperationType.DEPTHWISE_CONV_2D, inputs, outputs),
+                                kind)[1] - 1
+            if inputs[j].value is not None:
+                m = int(inputs[j].value)
+                yield changed(inputs, outputs, f"input {j}", "must equal depth_in",
+                              f"depth_multiplier {m + 1}: depth_out must be depth_in * "
+                              f"depth_multiplier ({src})", PREPARE, value=m + 1)
+        else:
+            yield from grown(1, 3, "must equal the input depth",
+                             f"filter depth must be the input depth"
+                             f"{' / num_groups' if kind == GROUPED else ''} ({src})")(inputs, outputs)
+    return chain(quant_bias(src), depth,
+                 grown(2, 0, "must equal depth_out", f"bias length must be depth_out ({src})"))
+
+
 #: :func:`conv_params` results by everything they depend on (:func:`_params_key`); at most
 #: :data:`_PARAMS_MEMO_SIZE` of them (then it starts afresh).
 _PARAMS_MEMO: dict = {}
@@ -397,6 +424,7 @@ for _op, _kind, _sigs, _summary in (
     _prepare, _execute = _kernel(_kind)
     register(OperationDef(_op, _sigs, _prepare, _execute, validate=_validator(_kind),
                           generate=_generate_conv(_kind), summary=_summary,
+                          error_inputs=_error_inputs(_kind),
                           allows_zero_sized_input=_kind != GROUPED,
                           aosp_source={CONV: "Conv2DExecution.cpp",
                                        DEPTHWISE: "DepthwiseConv2DExecution.cpp"}.get(

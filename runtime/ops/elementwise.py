@@ -52,6 +52,7 @@ import numpy as np
 from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import apply_activation, check_fuse_code, from_float, to_float
+from .error_inputs import chain, changed, fixed_output_quant, fuse_code, output_quant_of_input
 from .generation import quant_limits
 
 T = OperandType
@@ -359,6 +360,16 @@ def _generate_binary(d) -> None:
             d[1].low, d[1].high = -4.0, 4.0
 
 
+def _mul_output_scale(inputs, outputs):
+    """A quantized MUL output of scale input0_scale * input1_scale / 2 (types.spec: greater
+    than the product)."""
+    out = outputs[0]
+    if out.type in QUANT8:
+        yield changed(inputs, outputs, "output 0", "scale must be greater than",
+                      "MUL: a quantized output's scale must exceed input0_scale * input1_scale "
+                      "(NNAPI types.spec)", scale=inputs[0].scale * inputs[1].scale / 2)
+
+
 for _op, _fn, _ifn, _levels in (
         (OperationType.ADD, np.add, np.add, [(1, (F32, Q8)), (3, (F16,)), (4, (Q8S, I32))]),
         (OperationType.MUL, np.multiply, np.multiply,
@@ -369,6 +380,8 @@ for _op, _fn, _ifn, _levels in (
     register(OperationDef(_op, _binary_signatures(_levels), _binary_prepare,
                           int32_binary_execute(_ifn, binary_execute(_fn, 2)),
                           validate=_binary_validate, generate=_generate_binary,
+                          error_inputs=chain(fuse_code(2, f"NNAPI types.spec {_op.name}"),
+                                             *([_mul_output_scale] if _op == OperationType.MUL else [])),
                           summary=f"{_op.name}(input0, input1) with broadcasting and fused activation",
                           allows_zero_sized_input=True, aosp_source="BroadcastExecution.cpp"))
 
@@ -438,6 +451,16 @@ _GENERATE = {
     OperationType.DEQUANTIZE: _generate_dequantize,
 }
 
+#: Invalid uses of the activations (NNAPI types.spec): RELU* outputs keep the input's
+#: quantization; LOGISTIC and TANH outputs have a fixed one.
+_ERROR_INPUTS = {
+    **{op: output_quant_of_input("must have the scale and zeroPoint of input 0",
+                                 f"NNAPI types.spec {op.name}")
+       for op in (OperationType.RELU, OperationType.RELU1, OperationType.RELU6)},
+    OperationType.LOGISTIC: fixed_output_quant(OperationType.LOGISTIC),
+    OperationType.TANH: fixed_output_quant(OperationType.TANH),
+}
+
 for _op, _fn, _sigs, _summary, _validate in (
         (OperationType.RELU, lambda x: np.maximum(x, 0), _Q_ACTIVATION_SIGS, "max(0, x)",
          _same_quant_validate),
@@ -453,6 +476,7 @@ for _op, _fn, _sigs, _summary, _validate in (
          None)):
     register(OperationDef(_op, _sigs, _prepare, unary_execute(_fn, raw_types=()),
                           validate=_validate, summary=_summary, generate=_GENERATE[_op],
+                          error_inputs=_ERROR_INPUTS.get(_op),
                           allows_zero_sized_input=_op != OperationType.FLOOR,
                           aosp_source={OperationType.FLOOR: "ElementwiseExecution.cpp",
                                        OperationType.DEQUANTIZE: "DequantizeExecution.cpp"}.get(

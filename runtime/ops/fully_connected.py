@@ -32,6 +32,7 @@ import numpy as np
 
 from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
+from .error_inputs import PREPARE, chain, changed, grown, quant_bias
 from .window import (GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, check_work, draft_bias,
                      draft_count, draft_quantization, draft_rms, draft_target, draft_weights)
 from .common import (apply_activation, bias_to_float, check_fuse_code, check_quant_bias,
@@ -121,8 +122,26 @@ def _generate(d) -> None:
     draft_bias(d, 2, spread, centre, d.slots[0].scale, scale)
 
 
+def _input_size_not_dividing(inputs, outputs):
+    """Weights [num_units, elements + 1]: input_size cannot divide the input's elements."""
+    elements = int(np.prod(inputs[0].dims))
+    if elements:
+        yield changed(inputs, outputs, "input 1", "not a multiple of input_size",
+                      "input_size must divide the input's element count (AOSP FullyConnected "
+                      "validateShapes)", PREPARE, dims=(inputs[1].dims[0], elements + 1))
+
+
+#: Invalid uses (NNAPI types.spec FULLY_CONNECTED): at model validation a quantized bias off
+#: input_scale * weights_scale or with zeroPoint 1; at prepare (AOSP ``validateShapes``) a
+#: bias longer than num_units and a weights input_size not dividing the input's elements.
+_ERROR_INPUTS = chain(
+    quant_bias("NNAPI types.spec FULLY_CONNECTED"),
+    grown(2, 0, "must equal num_units", "bias length must be num_units (NNAPI types.spec FULLY_CONNECTED)"),
+    _input_size_not_dividing)
+
+
 register(OperationDef(OperationType.FULLY_CONNECTED, SIGNATURES, prepare, execute,
-                      validate=validate, generate=_generate,
+                      validate=validate, generate=_generate, error_inputs=_ERROR_INPUTS,
                       summary="activation(input * weights' + bias), input flattened to 2-D",
                       allows_zero_sized_input=True, aosp_source="FullyConnectedExecution.cpp",
                       weight_slots=("weights",)))

@@ -44,6 +44,7 @@ import numpy as np
 from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import check_same_quant, int_vector, read_axis
+from .error_inputs import PREPARE, axis_out_of_range, chain, grown, output_quant_of_input
 
 T = OperandType
 I32 = T.TENSOR_INT32
@@ -77,8 +78,13 @@ def _sigs(extra_inputs, types=FL3_TYPES, ranks=None, n_outputs: int = 1):
                  for level, t in [(3, t) for t in types] + [(4, t) for t in FL4_TYPES])
 
 
-def _reg(op, sigs, prepare, execute, summary, **kw):
-    register(OperationDef(op, sigs, prepare, execute, validate=_same_quant, summary=summary, **kw))
+def _reg(op, sigs, prepare, execute, summary, error_inputs=None, **kw):
+    """Register a row of this family: validated with :func:`_same_quant`, whose error inputs
+    (a quantized output 0 off input 0's scale / zeroPoint) come before ``error_inputs``."""
+    same = output_quant_of_input("must equal input scale", f"NNAPI types.spec {op.name}")
+    register(OperationDef(op, sigs, prepare, execute, validate=_same_quant, summary=summary,
+                          error_inputs=same if error_inputs is None else chain(same, error_inputs),
+                          **kw))
 
 
 def _draft_axis(d, axis: int, rank: int) -> int:
@@ -208,7 +214,8 @@ def _generate_gather(d) -> None:
 _reg(OperationType.GATHER,
      _sigs([scalar("axis", T.INT32), tensor("indices", I32, None)]),
      _gather_prepare, _gather_execute, "gather slices along an axis at the given indices",
-     aosp_source="GatherExecution.cpp", generate=_generate_gather)
+     aosp_source="GatherExecution.cpp", generate=_generate_gather,
+     error_inputs=axis_out_of_range(1, at=PREPARE, source="AOSP gather::prepare"))
 
 
 # --- SLICE --------------------------------------------------------------------------------
@@ -295,9 +302,20 @@ def _generate_split(d) -> None:
     d.n_outputs = n
 
 
+def _split_error_inputs(inputs, outputs):
+    """Input 0 one longer on the split axis (num_splits > 1 no longer divides it; AOSP
+    ``splitPrepare``)."""
+    axis, n, rank = inputs[1].value, inputs[2].value, inputs[0].rank
+    if axis is not None and n is not None and int(n) > 1 and rank and -rank <= int(axis) < rank:
+        yield from grown(0, int(axis) % rank, "must divide dimension",
+                         f"SPLIT num_splits {int(n)} divides the axis dimension (NNAPI types.spec)")(
+                             inputs, outputs)
+
+
 _reg(OperationType.SPLIT, _sigs([scalar("axis", T.INT32), scalar("num_splits", T.INT32)]),
      _split_prepare, _split_execute, "split into equal parts along an axis",
-     variadic_outputs=True, aosp_source="CpuExecutor.cpp", generate=_generate_split)
+     variadic_outputs=True, aosp_source="CpuExecutor.cpp", generate=_generate_split,
+     error_inputs=_split_error_inputs)
 
 
 # --- TILE ---------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import from_float, from_nhwc, layout_flag, read_axis, to_float, to_nhwc
 from .elementwise import linked
+from .error_inputs import axis_out_of_range, chain, scalar_values
 
 T = OperandType
 F32, F16 = T.TENSOR_FLOAT32, T.TENSOR_FLOAT16
@@ -187,5 +188,8 @@ register(OperationDef(
                   scalar("axis", T.INT32)], [tensor("output", t, None)])
           for t in (F32, F16)),
     _ls_prepare, _ls_execute, validate=_ls_validate, generate=_generate_log_softmax,
+    error_inputs=chain(scalar_values(1, (0.0, -1.0), "must be a positive scaling factor",
+                                     "LOG_SOFTMAX beta {value} is not positive (NNAPI types.spec)"),
+                       axis_out_of_range(2)),
     summary="x * beta - log(sum(exp(x * beta))) along an axis",
     aosp_source="LogSoftmaxExecution.cpp"))

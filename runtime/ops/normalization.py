@@ -56,6 +56,7 @@ from .base import (RANKS_1_4, Arg, OpContext, OperationDef, check, register, sca
                    tensor)
 from .common import from_float, read_axis, to_float
 from .elementwise import draft_range, linked
+from .error_inputs import axis_out_of_range, chain, fixed_output_quant, scalar_values
 
 __all__ = ["softmax", "l2_normalization", "local_response_normalization", "L2_NORM_EPSILON"]
 
@@ -262,6 +263,10 @@ register(OperationDef(
         *_SOFTMAX_FL3, *_with_axis(_SOFTMAX_FL3), *_SOFTMAX_FL4, *_with_axis(_SOFTMAX_FL4, 4),
     ),
     _softmax_prepare, _softmax_execute, validate=_softmax_validate, generate=_generate_softmax,
+    # beta must be positive, the axis in [-rank, rank), a quantized output 1/256 (types.spec)
+    error_inputs=chain(scalar_values(1, (0.0, -1.0), "must be a positive scaling factor",
+                                     "SOFTMAX beta {value} is not positive (NNAPI types.spec)"),
+                       axis_out_of_range(2), fixed_output_quant(OperationType.SOFTMAX)),
     summary="exp((x - max) * beta) / sum(exp((x - max) * beta)) along an axis (default last)",
     allows_zero_sized_input=True, aosp_source="SoftmaxExecution.cpp"))
 
@@ -303,6 +308,8 @@ register(OperationDef(
     (sig(1, [tensor("input", F32, (4,))], [tensor("output", F32, (4,))]),
      *_L2_FL3, *_with_axis(_L2_FL3), *_L2_FL4, *_with_axis(_L2_FL4, 4)),
     _l2_prepare, _l2_execute, validate=_l2_validate, generate=_generate_l2,
+    # the axis in [-rank, rank), a quantized output 1/128 (types.spec)
+    error_inputs=chain(axis_out_of_range(1), fixed_output_quant(OperationType.L2_NORMALIZATION)),
     summary="x / sqrt(sum x^2) along an axis (default the last)",
     aosp_source="L2NormalizationExecution.cpp"))
 

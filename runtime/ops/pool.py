@@ -40,6 +40,7 @@ from .common import (Window2D, apply_activation, check_fuse_code, check_same_qua
                      sliding_windows, to_float, to_nhwc, window_args)
 from .window import (GEN_MIN_OUTPUT, MAX_PADDED_ELEMENTS, MAX_TAPS, draft_linked, draft_spatial,
                      draft_window_axis, padded_input, padded_size, param_window, tap_views)
+from .error_inputs import output_quant_of_input
 from .generation import quant_limits
 
 T = OperandType
@@ -305,5 +306,7 @@ for _op, _reduce, _kind, _types, _summary in (
          "maximum of each 2-D window (NHWC or NCHW), fused activation")):
     register(OperationDef(_op, _signatures(_types), _prepare, _executor(_reduce, _kind),
                           validate=_validate, generate=_generate, summary=_summary,
+                          error_inputs=None if _op == OperationType.L2_POOL_2D else  # float only
+                          output_quant_of_input("must equal input scale", f"NNAPI types.spec {_op.name}"),
                           allows_zero_sized_input=True,
                           aosp_source="PoolingExecution.cpp"))

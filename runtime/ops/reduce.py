@@ -38,6 +38,7 @@ import numpy as np
 from ..types import OperandType, OperationType
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import check_same_quant, from_float, int_vector, to_float
+from .error_inputs import chain, output_quant_of_input, tensor_values
 
 T = OperandType
 F16, F32, Q8 = T.TENSOR_FLOAT16, T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM
@@ -134,12 +135,23 @@ def _generate_reduce_prod(d) -> None:
         _draft_axes(d, limit=6, redraw=True)
 
 
+def _error_inputs(op: OperationType):
+    """Invalid uses of MEAN / REDUCE_* (NNAPI types.spec): a quantized output off input 0's
+    quantization (model validation); an axis value equal to the rank (prepare, AOSP
+    ``reduce::prepare``)."""
+    def axis_value(axis, inputs):
+        return np.full(axis.dims, inputs[0].rank) if inputs[0].rank and np.prod(axis.dims) else None
+    return chain(output_quant_of_input("must equal input scale", f"NNAPI types.spec {op.name}"),
+                 tensor_values(1, axis_value, "out of range",
+                               f"{op.name} axis values lie in [-rank, rank) (NNAPI types.spec)"))
+
+
 register(OperationDef(
     OperationType.MEAN,
     tuple(sig(level, [tensor("input", t), tensor("axis", T.TENSOR_INT32, (1,)),
                       scalar("keep_dims", T.INT32)], [tensor("output", t)])
           for level, t in ((2, F32), (2, Q8), (3, F16), (4, T.TENSOR_QUANT8_ASYMM_SIGNED))),
-    _prepare, _mean, validate=_validate,
+    _prepare, _mean, validate=_validate, error_inputs=_error_inputs(OperationType.MEAN),
     summary="mean over the given dimensions, optionally keeping them", aosp_source="CpuExecutor.cpp",
     generate=_generate_reduce))
 
@@ -196,4 +208,5 @@ for _op, _types, _fl4, _reduce, _summary, _generate in (
         (OperationType.REDUCE_SUM, (F16, F32), (), _sum, "sum over dimensions", _generate_reduce)):
     register(OperationDef(_op, _reduce_sigs(_types, _fl4), _prepare, _kernel(_reduce),
                           validate=_validate, summary=_summary, aosp_source="ReduceExecution.cpp",
+                          error_inputs=_error_inputs(_op),
                           generate=_generate))

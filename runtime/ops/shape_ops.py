@@ -58,6 +58,7 @@ from ..types import OperandType, OperationType, is_quantized_type
 from .base import (OpContext, OperandView, OperationDef, check, register, scalar,
                    sig, tensor)
 from .common import check_same_quant, from_float, int_vector, is_quant, to_float
+from .error_inputs import PREPARE, chain, changed, output_quant_of_input, tensor_values
 from .generation import quant_limits
 
 T = OperandType
@@ -173,8 +174,15 @@ def _reshaping(prepare):
     return execute
 
 
-def _reg(op, sigs, prepare, execute, summary, validate=_same_quant, **kw):
-    register(OperationDef(op, sigs, prepare, execute, validate=validate, summary=summary, **kw))
+def _reg(op, sigs, prepare, execute, summary, validate=_same_quant, error_inputs=None, **kw):
+    """Register a row of this family; one validated with :func:`_same_quant` also gets the
+    error inputs of that rule (a quantized output off input 0's scale / zeroPoint), then
+    ``error_inputs``."""
+    if validate is _same_quant:
+        same = output_quant_of_input("must equal input scale", f"NNAPI types.spec {op.name}")
+        error_inputs = same if error_inputs is None else chain(same, error_inputs)
+    register(OperationDef(op, sigs, prepare, execute, validate=validate, summary=summary,
+                          error_inputs=error_inputs, **kw))
 
 
 # --- random-graph generation helpers (runtime/ops/generation.py) --------------------------
@@ -266,12 +274,34 @@ def _generate_concat(d) -> None:
     d.out_quant[0] = (scale, int(np.clip(round(lo - rmin / scale), lo, hi)))
 
 
+def _concat_error_inputs(inputs, outputs):
+    """Invalid CONCATENATION uses, rejected by AOSP ``concatenation::prepare``: the axis
+    equal to the rank or negative (NNAPI: 0 <= axis < rank), and (two inputs or more, axis
+    known, rank >= 2) input 1 one longer than input 0 off the axis."""
+    n, rank = len(inputs) - 1, inputs[0].rank
+    if not rank:
+        return
+    for value in (rank, -1):
+        yield changed(inputs, outputs, f"input {n}", "(axis) must be in [0,",
+                      f"CONCATENATION axis {value} outside [0, rank) (NNAPI types.spec)", PREPARE,
+                      value=value)
+    axis = inputs[n].value
+    if n >= 2 and axis is not None and rank >= 2 and inputs[1].rank == rank:
+        k = (int(axis) + 1) % rank
+        dims = list(inputs[1].dims)
+        dims[k] += 1
+        yield changed(inputs, outputs, "input 1", "differ from input 0's",
+                      f"CONCATENATION inputs agree on every dimension but the axis (dimension {k} "
+                      f"differs; NNAPI types.spec)", PREPARE, dims=tuple(dims))
+
+
 register(OperationDef(
     OperationType.CONCATENATION,
     tuple(sig(lv, [tensor("input0..n-1", t), scalar("axis", T.INT32)], [tensor("output", t)])
           for lv, t in _levels(1)),
     _concat_prepare, _concat_execute, validate=_fl2_quant_rules,
     summary="concatenate n >= 1 tensors along axis", variadic=True, generate=_generate_concat,
+    error_inputs=_concat_error_inputs,
     allows_zero_sized_input=True, nonnegative_axis=True, aosp_source="ConcatenationExecution.cpp"))
 
 
@@ -315,6 +345,21 @@ def _generate_reshape(d) -> None:
     d.param("shape", shape, [len(shape)])
 
 
+def _reshape_error_inputs(inputs, outputs):
+    """Invalid RESHAPE uses, rejected by AOSP ``reshapePrepare``: a shape of -1s only (at
+    most one -1 may be inferred), and the output's shape with its first dimension one
+    larger (the element count must be kept)."""
+    shape, out = inputs[1], outputs[0].dims
+    if shape.dims and shape.dims[0] >= 2:
+        yield changed(inputs, outputs, "input 1", "may hold at most one -1",
+                      "RESHAPE infers at most one dimension (NNAPI types.spec)", PREPARE,
+                      value=np.full(shape.dims, -1))
+    if shape.dims and len(out) == shape.dims[0] and min(out, default=0) > 0:
+        yield changed(inputs, outputs, "input 1", "elements, input 0 has",
+                      "RESHAPE keeps the element count (NNAPI types.spec)", PREPARE,
+                      value=[out[0] + 1, *out[1:]])
+
+
 #: Feature level of RESHAPE's TENSOR_INT32 form (NNAPI feature level 6, Android API 31+).
 RESHAPE_INT32_LEVEL = 6
 _reg(OperationType.RESHAPE,
@@ -323,7 +368,8 @@ _reg(OperationType.RESHAPE,
             [tensor("output", I32)]),),
      _reshape_prepare,
      _reshaping(_reshape_prepare), "same values in the shape given by input 1 (-1 inferred)",
-     aosp_source="CpuExecutor.cpp", generate=_generate_reshape)
+     aosp_source="CpuExecutor.cpp", generate=_generate_reshape,
+     error_inputs=_reshape_error_inputs)
 
 
 # --- PAD (FL2) -------------------------------------------------------------------------
@@ -355,7 +401,10 @@ def _generate_pad(d) -> None:
 
 
 _reg(OperationType.PAD, _sigs(2, [tensor("paddings", I32, (2,))]), _pad_prepare, _pad_execute,
-     "pad every dimension with zeros", aosp_source="CpuExecutor.cpp", generate=_generate_pad)
+     "pad every dimension with zeros", aosp_source="CpuExecutor.cpp", generate=_generate_pad,
+     error_inputs=tensor_values(1, lambda v, ins: np.zeros((ins[0].rank + 1, 2)) if ins[0].rank else None,
+                                "(paddings) must have shape",
+                                "PAD paddings has shape [rank, 2] (NNAPI types.spec)"))
 
 
 # --- PAD_V2 (FL3) -----------------------------------------------------------------------
@@ -611,4 +660,7 @@ _reg(OperationType.TRANSPOSE, _sigs(2, [tensor("perm", I32, (1,), optional=True)
      _transpose_prepare, _transpose_execute,
      "permute dimensions (reverse them when perm is omitted)",
      allows_zero_sized_input=True, allows_omitted_operand=True, aosp_source="TransposeExecution.cpp",
-     generate=_generate_transpose)
+     generate=_generate_transpose,
+     error_inputs=tensor_values(1, lambda v, ins: (np.zeros(ins[0].rank) if ins[0].rank >= 2 else [1])
+                                if ins[0].rank else None, "is not a permutation",
+                                "TRANSPOSE perm is a permutation of 0..rank-1 (NNAPI types.spec)"))

@@ -62,6 +62,7 @@ from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (apply_activation, check_fuse_code, from_float, from_nhwc, layout_dims,
                      nhwc_dims, to_float, to_nhwc)
 from .conv import TYPE_ROWS_FL1, TYPE_ROWS_FL3, TYPE_ROWS_FL4
+from .error_inputs import quant_bias
 from .window import (GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, bias_real, check_filter_quant,
                      check_work, draft_bias, draft_count, draft_linked, draft_quantization,
                      draft_rms, draft_spatial, draft_target, draft_weights, window_conv)
@@ -250,6 +251,7 @@ def _generate(d) -> None:
 
 register(OperationDef(OperationType.TRANSPOSE_CONV_2D, _signatures(), prepare, execute,
                       validate=validate, generate=_generate,
+                      error_inputs=quant_bias("NNAPI types.spec TRANSPOSE_CONV_2D"),
                       summary="transposed 2-D convolution (NHWC or NCHW) with bias and fused "
                               "activation; explicit padding or an output shape",
                       allows_zero_sized_input=True, aosp_source="TransposeConv2DExecution.cpp"))

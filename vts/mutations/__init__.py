@@ -8,7 +8,7 @@ it makes sense", with AOSP's rules of where (which operands, which operations, w
 values), and every mutant they make breaks one rule of the HAL, so a driver must reject it
 with ``INVALID_ARGUMENT``:
 
-* model kinds (20) yield :class:`ModelMutant` ``(description, model, preference,
+* model kinds (21) yield :class:`ModelMutant` ``(description, model, preference,
   priority)`` with the default preference and priority; the VTS passes each mutant to
   ``IDevice.get_supported_operations`` and ``IDevice.prepare_model``;
 * prepare-argument kinds (2: ``invalid_execution_preference``, ``invalid_priority``)
@@ -21,8 +21,9 @@ Beyond AOSP, mutants keep ``numberOfConsumers`` consistent with the operations (
 HAL 1.3 VTS does where it edits operation inputs), so each mutant is invalid for the
 reason its kind names, and no mutant breaks a rule of another kind by accident.
 
-The kinds live in :mod:`.operands` (1-9), :mod:`.operations` (10-20) and :mod:`.requests`
-(prepare arguments and requests); :mod:`.common` holds the copies and the registry. Where
+The kinds live in :mod:`.operands` (1-9), :mod:`.operations` (10-20), :mod:`.row_errors`
+(21, ``row_error_inputs``: the invalid uses the operation table's rows declare, beyond
+AOSP's list) and :mod:`.requests` (prepare arguments and requests); :mod:`.common` holds the copies and the registry. Where
 AOSP keeps hand lists of edits that leave a valid operation (``mutateOperationOperandTypeSkip``,
 ``removeOperandSkip``, ``removeOperationInputSkip``, ``addOperationInputSkip``), the kinds
 ask the operation table's signatures instead (tests/test_vts_derived_skips.py compares).
@@ -45,13 +46,13 @@ evenly over the places the kind applies to (in every subgraph, main first);
 """
 from __future__ import annotations
 
-from . import operands, operations, requests  # noqa: F401  (register the kinds, in this order)
+from . import operands, operations, row_errors, requests  # noqa: F401  (register the kinds, in this order)
 from .common import (KINDS, MODEL_KINDS, REQUEST_KINDS, ModelMutant, MutationKind, clone_model,
                      clone_request, count_consumers, spread)
 
 __all__ = ["MutationKind", "ModelMutant", "MODEL_KINDS", "REQUEST_KINDS", "KINDS",
            "clone_model", "clone_request", "spread", "count_consumers"]
 
-assert len(MODEL_KINDS) == 22 and len(REQUEST_KINDS) == 2, (len(MODEL_KINDS), len(REQUEST_KINDS))
+assert len(MODEL_KINDS) == 23 and len(REQUEST_KINDS) == 2, (len(MODEL_KINDS), len(REQUEST_KINDS))
 globals().update(KINDS)  # each kind is also a package attribute of its name
 __all__ += list(KINDS)

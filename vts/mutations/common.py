@@ -175,11 +175,13 @@ def subgraphs(model: Model) -> list[tuple[int | None, Subgraph]]:
     return [(None, model.main), *enumerate(model.referenced)]
 
 
-def in_every_subgraph(sites_of: Callable[[Subgraph], list]) -> Callable[[Model], list]:
-    """A model kind's sites from ``sites_of(subgraph)``, its places in one subgraph: each
+def in_every_subgraph(sites_of: Callable[..., list], with_model: bool = False) -> Callable[[Model], list]:
+    """A model kind's sites from ``sites_of(subgraph)`` (``sites_of(subgraph, model)`` when
+    ``with_model``: a kind reading constant values), its places in one subgraph: each
     place as ``(g, place)``, ``g`` None for main or the referenced subgraph's index."""
     def sites(model: Model) -> list:
-        return [(g, place) for g, sg in subgraphs(model) for place in sites_of(sg)]
+        return [(g, place) for g, sg in subgraphs(model)
+                for place in (sites_of(sg, model) if with_model else sites_of(sg))]
     return sites
 
 
@@ -194,12 +196,13 @@ def copy_at(model: Model, site) -> tuple[Model, Subgraph, object, str]:
     return m, m.referenced[g], place, f"referenced subgraph {g} "
 
 
-def register_kind(name: str, target: str, aosp: str, sites: Callable):
-    """Register a kind. A model kind's ``sites`` takes one subgraph (every subgraph of the
-    model is searched, see :func:`in_every_subgraph`) and its ``apply`` gets the subgraph
-    from the site with :func:`copy_at`; other kinds' ``sites`` take the whole subject."""
+def register_kind(name: str, target: str, aosp: str, sites: Callable, with_model: bool = False):
+    """Register a kind. A model kind's ``sites`` takes one subgraph (and the model, when
+    ``with_model``; every subgraph of the model is searched, see :func:`in_every_subgraph`)
+    and its ``apply`` gets the subgraph from the site with :func:`copy_at`; other kinds'
+    ``sites`` take the whole subject."""
     if target == "model":
-        sites = in_every_subgraph(sites)
+        sites = in_every_subgraph(sites, with_model)
 
     def register(apply: Callable) -> MutationKind:
         kind = MutationKind(name, target, aosp, sites, apply, apply.__doc__ or "")
