@@ -55,7 +55,7 @@ def pytest_addoption(parser):
     g = parser.getgroup("nncts")
     g.addoption("--vts-kind", action="append", default=[],
                 help="VTS validation: mutation kinds to run (repeatable, comma-separated; default: all "
-                     "22 model and 2 request kinds, see vts/mutations.py)")
+                     "23 model and 2 request kinds, see vts/mutations/)")
     g.addoption("--vts-max-mutants", type=int, default=DEFAULT_MAX_MUTANTS, metavar="N",
                 help=f"VTS validation: at most N mutants per model and kind, spread evenly over the "
                      f"places the kind applies to (default {DEFAULT_MAX_MUTANTS}; 0 = every mutant)")

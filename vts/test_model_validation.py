@@ -116,7 +116,7 @@ def _fingerprint(model) -> str:
 def test_mutation_kinds_are_complete_and_documented():
     import re
     from vts.mutations import KINDS, REQUEST_KINDS
-    assert len(MODEL_KINDS) == 22 and len(REQUEST_KINDS) == 2 and len(KINDS) == 24
+    assert len(MODEL_KINDS) == 23 and len(REQUEST_KINDS) == 2 and len(KINDS) == 25
     for name, kind in KINDS.items():
         assert re.fullmatch(r"[a-z]+(_[a-z]+)*", name), name
         assert "AOSP" in kind.doc and "HAL rule" in kind.doc, f"{name}: docstring must name its AOSP source and HAL rule"
