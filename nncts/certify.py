@@ -38,6 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.expectations import load_baseline
+from harness.requirements import load_profile
 from harness.suites import QUICK_FUZZ_SECONDS
 
 from . import certify_facts, certify_suites, signing
@@ -62,13 +64,11 @@ def _check(args) -> None:
             raise ValueError(f"{option}: must be at least {low}, got {value}")
     if args.suite_timeout is not None and not args.suite_timeout > 0:
         raise ValueError(f"--suite-timeout: must be a positive number of seconds, got {args.suite_timeout:g}")
-    from .requirements import load_profile
     try:
         load_profile(args.profile)
     except ValueError as e:
         raise ValueError(f"--profile: {e}") from None
     if args.baseline:
-        from .expectations import load_baseline
         try:
             load_baseline(args.baseline)
         except ValueError as e:

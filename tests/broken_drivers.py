@@ -232,7 +232,7 @@ class TrustsReferencedSubgraphs(SampleDevice):
     operation types and signatures) is checked; it decides support and prepares on the
     model itself. The HAL rules hold in every subgraph (HAL 1.3 ``Model.referenced``, AOSP
     ``validateModel`` validating each subgraph): the VTS mutants of referenced subgraphs
-    (vts/mutations.py) must catch it, and it must pass every mutant of main."""
+    (vts/mutations/) must catch it, and it must pass every mutant of main."""
 
     EXTENSION = "nncts.test.trusted_subgraph"
 

@@ -283,11 +283,13 @@ _TABLE_CACHE: list = [None, (), ()]
 
 
 def table_codes() -> tuple:
-    """The operation table's OperationTypes in code order (cached while the table's size
-    stays the same)."""
-    if _TABLE_CACHE[0] != len(ops.REGISTRY):
+    """The operation table's OperationTypes in code order (cached while the table holds the
+    same rows: a row added, removed or replaced, as ``runtime.ops.base.registered`` does,
+    is seen at the next decode)."""
+    key = tuple(map(id, ops.REGISTRY.values()))
+    if _TABLE_CACHE[0] != key:
         codes = tuple(sorted(ops.REGISTRY))
-        _TABLE_CACHE[:] = [len(ops.REGISTRY), codes, tuple(ops.REGISTRY[c] for c in codes)]
+        _TABLE_CACHE[:] = [key, codes, tuple(ops.REGISTRY[c] for c in codes)]
     return _TABLE_CACHE[1]
 
 
