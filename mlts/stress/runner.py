@@ -62,7 +62,8 @@ def _kill_group(pid: int) -> None:
 def _frames(log: str) -> list[tuple[str, list[str]]]:
     """faulthandler dumps in ``log``: [(thread header, [frames, innermost first])]. Processes
     of one test dump at the same moment into one log, so a line may hold the start of another
-    process's line: a frame is read from its last ``File "``."""
+    process's line: a frame is read from its last ``File "``, and a line two writers mixed
+    character by character (no ``File "PATH", line N in NAME`` left in it) is no frame."""
     blocks, current = [], None
     for line in log.splitlines():
         if re.match(r"(Current thread|Thread) 0x[0-9a-f]+", line.strip()):
@@ -70,10 +71,16 @@ def _frames(log: str) -> list[tuple[str, list[str]]]:
             blocks.append(current)
         elif current is not None and line.strip().startswith("File "):
             line = line.strip()
-            current[1].append(line[line.rfind('File "'):] if 'File "' in line else line)
+            frame = line[line.rfind('File "'):] if 'File "' in line else line
+            if _FRAME.fullmatch(frame):
+                current[1].append(frame)
         elif current is not None and line.strip() == "":
             current = None
     return blocks
+
+
+#: One faulthandler frame line.
+_FRAME = re.compile(r'File "([^"]+)", line (\d+) in (\S+)')
 
 
 #: Frames that only wait for other threads or processes: the runner's own orchestration.
@@ -83,7 +90,7 @@ _STDLIB = re.compile(r'File "[^"]*/lib/python3\.\d+/(?!site-packages/)')
 
 
 def _short(frame: str) -> str:
-    m = re.match(r'File "([^"]+)", line (\d+) in (\S+)', frame)
+    m = _FRAME.match(frame)
     return f"{Path(m.group(1)).name}:{m.group(2)} in {m.group(3)}" if m else frame
 
 
