@@ -30,10 +30,9 @@ from runtime.remote.incidents import INCIDENTS
 from runtime.testing.test_model import CorpusError, iter_corpus
 from runtime.types import OperationType
 
-#: The shared plugin's parts, one module per concern: baselines and retries (expectations),
-#: required vs optional tests (requirements), ``--shard I/N`` (sharding), progress with an ETA
-#: (progress).
-#: Registered with this plugin (:func:`pytest_addhooks`).
+#: The shared plugin's parts, one module per concern, registered with it
+#: (:func:`pytest_addhooks`): baselines and retries (expectations), required vs optional tests
+#: (requirements), ``--shard I/N`` (sharding), progress with an ETA (progress).
 PARTS = (expectations, requirements, sharding, progress)
 
 #: Where the test models come from (:mod:`harness.locations`).
