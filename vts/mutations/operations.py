@@ -297,6 +297,17 @@ def _new_int32(sg: Subgraph, lifetime, consumers: int) -> int:
     return len(sg.operands) - 1
 
 
+def _with_extra_int32(model: Model, site, role: str) -> ModelMutant:
+    """A copy of ``model`` whose operation at ``site`` gets one more ``role`` ("input" or
+    "output"): a new INT32 model input (one consumer) or model output."""
+    m, sg, k, at = copy_at(model, site)
+    is_input = role == "input"
+    idx = _new_int32(sg, L.SUBGRAPH_INPUT if is_input else L.SUBGRAPH_OUTPUT, 1 if is_input else 0)
+    (sg.operations[k].inputs if is_input else sg.operations[k].outputs).append(idx)
+    (sg.input_indexes if is_input else sg.output_indexes).append(idx)
+    return ModelMutant(f"added_operation_{role}: {at}operation {k} gets {role} operand {idx} (INT32)", m)
+
+
 @register_kind("added_operation_input", "model", "addOperationInputTest", _added_operation_input_sites)
 def _added_operation_input(model: Model, site) -> ModelMutant:
     """AOSP ``addOperationInputTest``: an operation gets one more input, a new INT32
@@ -305,11 +316,7 @@ def _added_operation_input(model: Model, site) -> ModelMutant:
     and SOFTMAX's axis).
 
     HAL rule broken: an operation has the number of inputs one of its signatures takes."""
-    m, sg, k, at = copy_at(model, site)
-    idx = _new_int32(sg, L.SUBGRAPH_INPUT, 1)
-    sg.operations[k].inputs.append(idx)
-    sg.input_indexes.append(idx)
-    return ModelMutant(f"added_operation_input: {at}operation {k} gets input operand {idx} (INT32)", m)
+    return _with_extra_int32(model, site, "input")
 
 
 @register_kind("added_operation_output", "model", "addOperationOutputTest", _operation_sites)
@@ -318,8 +325,4 @@ def _added_operation_output(model: Model, site) -> ModelMutant:
     model output.
 
     HAL rule broken: an operation has the number of outputs one of its signatures gives."""
-    m, sg, k, at = copy_at(model, site)
-    idx = _new_int32(sg, L.SUBGRAPH_OUTPUT, 0)
-    sg.operations[k].outputs.append(idx)
-    sg.output_indexes.append(idx)
-    return ModelMutant(f"added_operation_output: {at}operation {k} gets output operand {idx} (INT32)", m)
+    return _with_extra_int32(model, site, "output")

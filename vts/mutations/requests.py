@@ -36,15 +36,21 @@ def _invalid_priority(model: Model, site) -> ModelMutant:
 
 # --- request kinds --------------------------------------------------------------------
 
+def _without_argument(request: Request, role: str, site: int) -> tuple[str, Request]:
+    """A copy of ``request`` without argument ``site`` of its ``inputs`` or ``outputs``."""
+    r = clone_request(request)
+    del getattr(r, role)[site]
+    kind, which = ("removed_input", "input") if role == "inputs" else ("removed_output", "output")
+    return f"{kind}: request {which} {site} removed", r
+
+
 @register_kind("removed_input", "request", "removeInputTest (ValidateRequest.cpp)",
        lambda request: list(range(len(request.inputs))))
 def _removed_input(request: Request, site) -> tuple[str, Request]:
     """AOSP ``removeInputTest``: one argument is removed from the request's inputs.
 
     HAL rule broken: a request has one input argument per model input."""
-    r = clone_request(request)
-    del r.inputs[site]
-    return f"removed_input: request input {site} removed", r
+    return _without_argument(request, "inputs", site)
 
 
 @register_kind("removed_output", "request", "removeOutputTest (ValidateRequest.cpp)",
@@ -53,6 +59,4 @@ def _removed_output(request: Request, site) -> tuple[str, Request]:
     """AOSP ``removeOutputTest``: one argument is removed from the request's outputs.
 
     HAL rule broken: a request has one output argument per model output."""
-    r = clone_request(request)
-    del r.outputs[site]
-    return f"removed_output: request output {site} removed", r
+    return _without_argument(request, "outputs", site)
