@@ -8,7 +8,7 @@ import pytest
 
 from harness.modes import BASE, applies, parse_modes
 from harness.plugin import corpus_models, model_marks
-from harness.records import model_operand_types
+from harness.records import model_operand_types, under_test_fields
 from harness.suites import suite
 from runtime.testing.hal_convert import to_hal_model
 from runtime.testing.support import not_implemented_reason
@@ -49,10 +49,13 @@ def pytest_generate_tests(metafunc):
 
 def pytest_nncts_record_fields(item):
     """A CTS item's record: the model's operations, feature level, mode and operand types
-    (as the driver sees them: the coupling mode renames TENSOR_QUANT8_ASYMM)."""
+    (as the driver sees them: the coupling mode renames TENSOR_QUANT8_ASYMM), and its
+    operation under test with that operation's operand type, helper operations and core
+    digest (:func:`harness.records.under_test_fields`)."""
     case = getattr(item, "callspec", None) and item.callspec.params.get("nncts_case")
     if case is None:
         return None
     tm, mode = case
     return {"suite": SUITE, "operations": [t.name for t in tm.operation_types], "feature_level": tm.feature_level,
-            "mode": mode.name, "operand_types": model_operand_types(tm, coupling=mode.coupling)}
+            "mode": mode.name, "operand_types": model_operand_types(tm, coupling=mode.coupling),
+            **under_test_fields(tm, coupling=mode.coupling)}

@@ -42,7 +42,10 @@ call past ``--driver-timeout`` as a ``timeout`` finding (:func:`fuzz.target.inci
 the process is restarted and fuzzing goes on. Coverage then guides by the runtime's side
 (the reference validator, the proxy): the driver's code runs in the other process.
 
-Exit status: 0 when the run ended normally without any new finding, 1 otherwise.
+Exit status: 0 when the run ended normally without any new finding, 1 otherwise; 2 (one
+line) for bad options, and for a driver out of process without the ``remote`` extra (an
+in-process driver needs neither grpcio nor protobuf: the child leaves :mod:`runtime.remote`'s
+gRPC modules unimported, :func:`runtime_modules`).
 ``--replay`` prints one line per file (``OPEN``, ``fixed``, or ``BAD`` with what is wrong
 with a file that cannot be read as a finding: :func:`fuzz.findings.read_finding_input`) and
 exits 2 when a file was malformed, else 1 when a finding is still open, else 0.
@@ -57,7 +60,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runtime.remote.client import PROCESS_PREFIX, is_remote_spec, set_call_timeout
+from runtime.remote.client import PROCESS_PREFIX, is_remote_spec, remote_extra_missing, set_call_timeout
 from runtime.argparsing import OneLineParser
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,12 +162,26 @@ def child_main(args, libfuzzer_args: list[str]) -> None:
     atheris.Fuzz()
 
 
-def _make_target(args):
-    import importlib
+#: The runtime's gRPC side (the ``remote`` extra: grpcio, protobuf), imported by the child
+#: only for a driver out of process (:func:`_make_target`).
+OUT_OF_PROCESS_MODULES = ("runtime.remote",)
+
+
+def runtime_modules(remote: bool) -> list[str]:
+    """The runtime's modules the child imports before fuzzing (so that lazy imports inside
+    functions are instrumented too): all of them, without :data:`OUT_OF_PROCESS_MODULES`'
+    submodules unless the driver is out of process (``remote``), so that an in-process
+    driver fuzzes in the core install (no protobuf)."""
     import pkgutil
     import runtime
-    for info in pkgutil.walk_packages(runtime.__path__, "runtime."):
-        importlib.import_module(info.name)  # lazy imports inside functions get instrumented too
+    names = [info.name for info in pkgutil.walk_packages(runtime.__path__, "runtime.")]
+    return [n for n in names if remote or not any(n.startswith(p + ".") for p in OUT_OF_PROCESS_MODULES)]
+
+
+def _make_target(args):
+    import importlib
+    for name in runtime_modules(is_remote_spec(args.driver)):
+        importlib.import_module(name)
     from fuzz.findings import FindingRecorder
     from fuzz.target import FuzzTarget
     recorder = FindingRecorder(Path(args.findings), args.driver, args.max_findings)
@@ -360,6 +377,8 @@ def main(argv=None) -> int:
     args, rest = _parser().parse_with_libfuzzer_flags(argv)
     if args.driver_process and not is_remote_spec(args.driver):
         args.driver = PROCESS_PREFIX + args.driver
+    if is_remote_spec(args.driver) and (missing := remote_extra_missing()):
+        _parser().error(f"--driver {args.driver}: {missing}")
     set_call_timeout(args.driver_timeout)
     if args.make_seeds:
         print(f"wrote {make_seeds(Path(args.make_seeds))} seed inputs to {args.make_seeds}")

@@ -21,7 +21,8 @@ A finding is any outcome other than success or a documented error result (see
     artifact after the run.
 
 The stored model: ``version`` ``V_FUZZ``; ``expect_failure`` true when the reference
-validator rejects it or its reference execution fails, else false with every output's
+validator rejects it or its reference execution fails (then also ``expected_failure``
+``"execution failure"``: the driver may reject it or fail its execution), else false with every output's
 ``data`` computed by the reference executor (an output whose declared dimensions are not
 fully specified gets the computed ones; an output holding NaN is ``is_ignored``);
 ``min_supported_version`` the lowest feature level the validator accepts it at (V1_0 for
@@ -206,6 +207,7 @@ def replay_model(tm: TestModel, name: str, run_reference: bool = True) -> tuple[
         return m, "valid model; the reference execution was not run (timeout or memory finding)"
     results, why = _reference_outputs(m)
     if results is None:
+        m.expected_failure = "execution failure"
         return m, why
     m.expect_failure = False
     for idx, result in zip(m.main.output_indexes, results):

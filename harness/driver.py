@@ -2,11 +2,15 @@
 device, loaded on first use and shared by the session fixture, the profile
 (:mod:`harness.requirements`) and the suites' collection (the VTS asks it about every model,
 random graphs read its feature level). Under ``--driver-process`` that is one driver process
-for the whole run, not one per reader."""
+for the whole run, not one per reader. Also the corpus options and roots the suites read
+(``--corpus``, ``--specs``)."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
+from harness.locations import DEFAULT_ROOTS, SPECS
 from runtime.hal.interfaces import IDevice
 from runtime.loader import DriverNotFound, load_driver
 from runtime.remote.access import ENDPOINT_TLS_HELP
@@ -50,6 +54,20 @@ def add_corpus_options(add) -> None:
         help="run our own golden specs (cts/specs/built): alone, or next to the --corpus directories given")
 
 
+def corpus_roots(config) -> list[Path]:
+    """The ``--corpus`` directories, plus the built specs with ``--specs`` (``--specs``
+    alone: only the specs; neither: the vendored corpus and the built specs); UsageError if
+    a directory is missing."""
+    roots = [Path(p) for p in config.getoption("corpus")]
+    if config.getoption("specs"):
+        roots.append(SPECS)
+    roots = roots or list(DEFAULT_ROOTS)
+    missing = [str(r) for r in roots if not r.exists()]
+    if missing:
+        raise pytest.UsageError(f"--corpus: no such directory: {', '.join(missing)}")
+    return roots
+
+
 def driver_spec(config) -> str:
     """The driver spec of ``--driver`` as ``--driver-process`` / ``--driver-endpoint`` make
     it (``process:NAME``, ``endpoint:ADDRESS``; see :func:`runtime.loader.load_driver`)."""
@@ -68,7 +86,7 @@ def driver_hal(config) -> IDevice:
         try:
             config.stash[_HAL] = load_driver(driver_spec(config))
         except (DriverNotFound, TypeError) as e:
-            raise pytest.UsageError(f"--driver: {e}") from None
+            raise pytest.UsageError(f"--driver {config.getoption('driver')}: {e}") from None
     return config.stash[_HAL]
 
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import expectations, hookspecs, progress, requirements, sharding
-from harness.driver import (ENDPOINT_OPTIONS, add_corpus_options, add_driver_options, driver_hal,  # noqa: F401
-                            driver_spec)
+from harness import expectations, hookspecs, progress, requirements, run_state, sharding
+from harness.driver import (ENDPOINT_OPTIONS, add_corpus_options, add_driver_options, corpus_roots,  # noqa: F401
+                            driver_hal, driver_spec)
 from harness.expectations import apply_baseline
-from harness.locations import DEFAULT_ROOTS, SPECS
+from harness.locations import SPECS
 from harness.records import RecordWriter, format_summary, read_records, record_outcome
 from harness.requirements import apply_profile
 from runtime.nnapi import Device
@@ -32,8 +32,9 @@ from runtime.types import OperationType
 
 #: The shared plugin's parts, one module per concern, registered with it
 #: (:func:`pytest_addhooks`): baselines and retries (expectations), required vs optional tests
-#: (requirements), ``--shard I/N`` (sharding), progress with an ETA (progress).
-PARTS = (expectations, requirements, sharding, progress)
+#: (requirements), ``--shard I/N`` (sharding), progress with an ETA (progress), the run's
+#: fingerprint and environment (run_state).
+PARTS = (expectations, requirements, sharding, progress, run_state)
 
 #: Where the test models come from (:mod:`harness.locations`).
 DEFAULT_SPECS = SPECS
@@ -47,6 +48,38 @@ def pytest_addhooks(pluginmanager):
     for part in PARTS:
         if pluginmanager.get_plugin(part.__name__) is None:
             pluginmanager.register(part, part.__name__)
+
+
+class _Declarations:
+    """Stands in for pytest's ``Parser`` and its ``OptionGroup``: records each
+    ``addoption(*names, **attrs)`` call of a plugin's ``pytest_addoption``."""
+
+    def __init__(self):
+        self.options: list[tuple[tuple[str, ...], dict]] = []
+
+    def getgroup(self, name, description="", after=None):
+        return self
+
+    def addoption(self, *names, **attrs):
+        self.options.append((names, dict(attrs)))
+
+    def addini(self, *args, **kwargs):
+        pass
+
+
+def declared_options(plugins=()) -> list[tuple[tuple[str, ...], dict]]:
+    """``[(names, attrs), ...]``: the options the shared plugin, its :data:`PARTS` and the
+    plugin modules ``plugins`` (dotted names, e.g. ``cts.plugin``) declare to pytest, read
+    from their own ``pytest_addoption``: the one declaration that the ``nncts`` command's
+    parsers use too (``attrs`` are argparse's: action, default, type, metavar, help)."""
+    import importlib
+    found = _Declarations()
+    modules = [importlib.import_module(__name__), *PARTS, *(importlib.import_module(p) for p in plugins)]
+    for module in modules:
+        hook = getattr(module, "pytest_addoption", None)
+        if hook is not None:
+            hook(found)
+    return found.options
 
 
 def pytest_addoption(parser):
@@ -93,6 +126,9 @@ def _configure_remote(config) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
+    wait_limit = config.getoption("wait_limit")
+    if not wait_limit > 0:
+        raise pytest.UsageError(f"--wait-limit: must be a positive number of seconds, got {wait_limit:g}")
     _configure_remote(config)
     for op in OperationType:
         config.addinivalue_line("markers", f"{op.name}: test model uses operation {op.name}")
@@ -112,20 +148,6 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     if getattr(config, "_nncts_writer", None):
         config._nncts_writer.close()
-
-
-def corpus_roots(config) -> list[Path]:
-    """The ``--corpus`` directories, plus the built specs with ``--specs`` (``--specs``
-    alone: only the specs; neither: the vendored corpus and the built specs); UsageError if
-    a directory is missing."""
-    roots = [Path(p) for p in config.getoption("corpus")]
-    if config.getoption("specs"):
-        roots.append(DEFAULT_SPECS)
-    roots = roots or list(DEFAULT_ROOTS)
-    missing = [str(r) for r in roots if not r.exists()]
-    if missing:
-        raise pytest.UsageError(f"--corpus: no such directory: {', '.join(missing)}")
-    return roots
 
 
 def corpus_models(config) -> list:
@@ -233,7 +255,8 @@ def _tag_incidents(item, call, report, incidents) -> None:
 
 
 #: Record keys copied from a report's fields (``report.nncts``) when present.
-OPTIONAL_KEYS = ("operand_types", "driver_incident", "reproducers", "declined", "reason", "link", "baseline_id")
+OPTIONAL_KEYS = ("operand_types", "operation_under_test", "operand_type", "helper_operations", "core_digest",
+                 "driver_incident", "reproducers", "declined", "reason", "link", "baseline_id")
 
 
 def _message(report) -> str:
@@ -283,5 +306,6 @@ def pytest_terminal_summary(terminalreporter, config):
     terminalreporter.section("nncts summary per operation")
     for line in format_summary(records):
         terminalreporter.write_line(line)
-    if config._nncts_writer:
+    if config._nncts_writer and config.getoption("nncts_progress", None) is None:
+        # the nncts command (which asks for progress lines) names its published report itself
         terminalreporter.write_line(f"outcome records: {config._nncts_writer.path}")

@@ -3,7 +3,7 @@
 Active with ``--nncts-progress[=LABEL]`` (the ``nncts`` command passes it with the suite's
 name; plain pytest runs without it). On the controller (pytest-xdist's too: test reports
 of every worker arrive there), it prints at most every ``--nncts-progress-every`` seconds
-(default 5), and once at the end, one line::
+(default 5), and once at the end (not under ``--collect-only``), one line::
 
     [cts] 12,345/70,321 (17.6%)  passed 12,300  failed 3  skipped 42  120.4 tests/s  elapsed 01:42  ETA 07:50
 
@@ -98,7 +98,8 @@ class Progress:
             self._write(now)
 
     def pytest_terminal_summary(self, terminalreporter):
-        self._write(time.monotonic(), terminalreporter)
+        if not self.config.option.collectonly:
+            self._write(time.monotonic(), terminalreporter)
 
     def line(self, now: float) -> str:
         """The progress line at monotonic time ``now``."""

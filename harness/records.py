@@ -42,7 +42,9 @@ RECORD_FIELDS = {"duration_s": ((int, float), "a number"), "message": ((str,), "
                  "driver_incident": ((str,), "a string"), "required": ((bool,), "a boolean"),
                  "feature_level": ((int, type(None)), "an integer or null"),
                  "operations": ((list,), "a list of strings"),
-                 "operand_types": ((list, type(None)), "a list of strings or null")}
+                 "operand_types": ((list, type(None)), "a list of strings or null"),
+                 "operation_under_test": ((str,), "a string"), "operand_type": ((str,), "a string"),
+                 "helper_operations": ((list,), "a list of strings"), "core_digest": ((str,), "a string")}
 
 
 def _bad_field(record: dict) -> str | None:
@@ -237,6 +239,37 @@ def model_operand_types(tm, coupling: bool = False) -> list[str]:
     if coupling:
         names = sorted({_SIGNED.get(n, n) for n in names}, key=names_order)
     return names
+
+
+#: ``operation_under_test`` of a test without one operation under test (a random graph of
+#: several operation types).
+GRAPH = "(graph)"
+
+
+def under_test_fields(tm, coupling: bool = False) -> dict:
+    """The record fields naming what test model ``tm`` tests
+    (:attr:`runtime.testing.test_model.TestModel.under_test`): ``operation_under_test`` (NNAPI
+    operation name), ``operand_type`` (its input 0's type name, renamed as the coupling mode
+    does, see :func:`model_operand_types`), ``helper_operations`` (``"OPERATION OPERAND_TYPE"``
+    of each distinct helper operation, sorted) and ``core_digest``
+    (:func:`runtime.testing.under_test.core_digest`). Empty for a model without operations."""
+    u = tm.under_test
+    if u.operation is None:
+        return {}
+    sg = tm.main
+
+    def type_name(t) -> str:
+        name = t.name if t is not None else "(none)"
+        return _SIGNED.get(name, name) if coupling else name
+
+    helpers = sorted({f"{sg.operations[k].type.name} {type_name(_input0_type(sg, sg.operations[k]))}"
+                      for k in u.helpers})
+    return {"operation_under_test": u.operation.name, "operand_type": type_name(u.operand_type),
+            "helper_operations": helpers, "core_digest": u.core}
+
+
+def _input0_type(sg, op):
+    return sg.operands[op.inputs[0]].type if op.inputs else None
 
 
 def names_order(name: str) -> tuple[int, str]:

@@ -17,7 +17,9 @@ prepare the model, or lacks an optional feature) is judged by the certification 
   operand types is judged by level and operations only).
 
 A declined required test fails ("required by profile P: driver X declines ...", record keys
-``required: true`` and ``declined``). Tests without a feature level (device-wide VTS tests)
+``required: true`` and ``declined``). A ``runtime_rejected`` skip (the front end rejected a model
+that must fail before the driver saw it: :func:`harness.runner.run_expected_failure`) is no
+decline: never required, never re-kinded, counted as not run. Tests without a feature level (device-wide VTS tests)
 are never required. Applied centrally from the suites' record fields (operations,
 feature_level, operand_types, skip_kind), whatever the suite.
 """

@@ -16,6 +16,7 @@ from runtime.errors import NnapiError
 from runtime.nnapi import Compilation, Device, Execution, Model, get_supported_operations_for_devices
 from runtime.nnapi.burst import Burst
 from runtime.testing.criteria import judge
+from runtime.testing.expected_failure import EXECUTION, PREPARE, SUPPORT, ExpectedFailure, expected_failure
 from runtime.testing.frontend import build_model  # noqa: F401  (re-exported for tests)
 from runtime.testing.hal_convert import to_hal_model
 from runtime.testing.support import not_implemented_reason
@@ -35,7 +36,8 @@ WAIT_LIMIT_S = 30.0
 class Outcome:
     """Result of one test model in one mode: ``status`` is passed, failed or skipped;
     ``message`` says why; ``skip_kind`` groups skips (not_implemented, feature_level,
-    unsupported_by_driver)."""
+    unsupported_by_driver, runtime_rejected: the front end rejected a model that must fail
+    before the driver saw it, so nothing of the driver was judged)."""
 
     status: str
     message: str = ""
@@ -175,12 +177,13 @@ def _compute(execution: Execution, compute: str, burst: Burst | None, wait_limit
 
 
 def _execute(compilation: Compilation, sequence: list[TestModel], mode: Mode, require_timing: bool,
-             wait_limit_s: float = WAIT_LIMIT_S, measure_timing: bool = True):
+             wait_limit_s: float = WAIT_LIMIT_S, measure_timing: bool = True, loop_timeout_ns: int | None = None):
     """Run each test model of ``sequence`` (one model, perhaps with other input values) in
     turn on ``compilation`` in ``mode``, over one :class:`~harness.binding.Binding` (outputs
     poisoned before each run, inputs rewritten in place between runs), one Burst for a
     burst and one reusable Execution for ``reusable``; returns a list of (output bytes,
-    dimensions) per run (output bytes None after OUTPUT_INSUFFICIENT_SIZE)."""
+    dimensions) per run (output bytes None after OUTPUT_INSUFFICIENT_SIZE). Each execution
+    gets ``loop_timeout_ns`` (``set_loop_timeout``) unless it is None (the default 2 s)."""
     runs, execution = [], None
     binding = Binding(compilation, sequence[0], mode.memory, mode.outputs == "insufficient")
     burst = Burst(compilation) if mode.compute == "burst" else None
@@ -196,6 +199,8 @@ def _execute(compilation: Compilation, sequence: list[TestModel], mode: Mode, re
                     execution.set_reusable(True)
                 if measure_timing:
                     execution.set_measure_timing(True)
+                if loop_timeout_ns is not None:
+                    execution.set_loop_timeout(loop_timeout_ns)
                 binding.attach(execution)
             try:
                 _compute(execution, mode.compute, burst, wait_limit_s)
@@ -241,7 +246,8 @@ def execute_compilation(compilation: Compilation, tm: TestModel, require_timing:
 def run_test_model(tm: TestModel, device: Device, mode: Mode = BASE, workdir: Path | None = None,
                    require_timing: bool = True, wait_limit_s: float = WAIT_LIMIT_S) -> Outcome:
     """Build, compile for ``device`` only, execute in ``mode`` and compare ``tm``; never
-    raises for a driver's fault (it becomes a failed Outcome)."""
+    raises for a driver's fault (it becomes a failed Outcome). A model that must fail
+    (``expect_failure``) is judged by :func:`run_expected_failure`."""
     skip = skip_reason(tm, device)
     if skip:
         return Outcome("skipped", skip[1], skip[0])
@@ -250,14 +256,13 @@ def run_test_model(tm: TestModel, device: Device, mode: Mode = BASE, workdir: Pa
         reason = not_implemented_reason(to_hal_model(run))
         if reason:
             return Outcome("skipped", f"signed variant: {reason}", "not_implemented")
+    if tm.expect_failure:
+        return run_expected_failure(run, device, expected_failure(tm), mode, workdir, wait_limit_s)
     try:
         model = build_model(run)
-        if not tm.expect_failure:
-            supported = get_supported_operations_for_devices(model, [device])
-            if not all(supported):
-                ops = [run.main.operations[k].type.name for k, ok in enumerate(supported) if not ok]
-                return Outcome("skipped", f"driver {device.name} does not support {', '.join(ops)}",
-                               "unsupported_by_driver")
+        supported = get_supported_operations_for_devices(model, [device])
+        if not all(supported):
+            return _declined(run, device, supported)
         compilation = _compile(model, device, tm, mode, workdir)
         sequence = run_sequence(run, mode)
         runs = _execute(compilation, [t for _, t in sequence], mode, require_timing, wait_limit_s)
@@ -270,13 +275,9 @@ def run_test_model(tm: TestModel, device: Device, mode: Mode = BASE, workdir: Pa
             except NnapiError as e:
                 raise Failure(f"after {what}: {e}") from None
     except NnapiError as e:
-        if tm.expect_failure:
-            return Outcome("passed", f"failed as expected: {e}")
         return Outcome("failed", str(e))
     except Failure as e:
         return Outcome("failed", str(e))
-    if tm.expect_failure:
-        return Outcome("failed", "expected a failure (expect_failure model), but every step succeeded")
     if mode.outputs == "insufficient":
         outputs, dims = runs[0]
         if outputs is not None:
@@ -294,3 +295,44 @@ def run_test_model(tm: TestModel, device: Device, mode: Mode = BASE, workdir: Pa
         return Outcome("failed", "; ".join(problems), details=problems)
     return Outcome("passed")
 
+
+def _declined(tm: TestModel, device: Device, supported: list[bool]) -> Outcome:
+    """The skip of a model some of whose operations ``device`` does not support."""
+    ops = [tm.main.operations[k].type.name for k, ok in enumerate(supported) if not ok]
+    return Outcome("skipped", f"driver {device.name} does not support {', '.join(ops)}", "unsupported_by_driver")
+
+
+def run_expected_failure(tm: TestModel, device: Device, due: ExpectedFailure, mode: Mode = BASE,
+                         workdir: Path | None = None, wait_limit_s: float = WAIT_LIMIT_S) -> Outcome:
+    """Judge a model that must fail (:mod:`runtime.testing.expected_failure`) on ``device``:
+    build it, ask ``getSupportedOperationsForDevices``, compile (``Compilation.finish``:
+    the driver's ``prepare_model``) and execute once in ``mode`` (an endless loop with its
+    1 ms loop timeout). Passed only when the failure ``due`` comes at a stage and with a code
+    it allows. Skipped ``runtime_rejected`` when the front end rejects the model while it is
+    built (the driver never saw it: not a pass), ``unsupported_by_driver`` when the driver
+    declines an operation. Failed for any other failure (a driver's exception is OP_FAILED,
+    a GENERAL_FAILURE is OP_FAILED, an execution failure where rejection was due), the
+    message naming the stage and code seen and those due, and when every step succeeds."""
+    try:
+        model = build_model(tm)
+    except NnapiError as e:
+        return Outcome("skipped", f"the runtime rejected the model before driver {device.name} saw it ({e}); "
+                                  f"expected of the driver: {due.describe(front_end=True)}", "runtime_rejected")
+    stage = SUPPORT
+    try:
+        supported = get_supported_operations_for_devices(model, [device])
+        if not all(supported):
+            return _declined(tm, device, supported)
+        stage = PREPARE
+        compilation = _compile(model, device, tm, mode, workdir)
+        stage = EXECUTION
+        _execute(compilation, [tm], mode, False, wait_limit_s, measure_timing=False,
+                 loop_timeout_ns=due.loop_timeout_ns)
+    except NnapiError as e:
+        problem = due.judge(stage, e.code)
+        if problem is None:
+            return Outcome("passed", f"failed as due ({due.describe(front_end=True)}): {e}")
+        return Outcome("failed", f"{problem}: {e}")
+    except Failure as e:  # the execution ended without an error code the harness could judge
+        return Outcome("failed", f"expected {due.describe(front_end=True)}; got no error from the execution: {e}")
+    return Outcome("failed", due.every_step_succeeded(front_end=True))

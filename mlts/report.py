@@ -4,8 +4,11 @@ no external file), with ``<stem>.json`` (the run document, verbatim) and
 ``<stem>.csv`` (one row per model) beside it, and ``<stem>-stress.csv`` when stress tests ran
 (``<stem>.csv`` in a stress-only run).
 
-The run document (its schema), a model's status, the totals and the latency ratio markers
-are :mod:`reports.mlts`'s (the run report reads the same documents).
+The run document (its schema), a model's status, the totals, the latency ratio markers and
+every judgement the page shows (words and colour level, :func:`reports.mlts.judge_model`) are
+:mod:`reports.mlts`'s (the run report reads the same documents). The page, its charts and
+``<stem>.json`` (each model's ``"judgement"``) take words and colours from those functions
+only: a claim cannot be green beside numbers that say otherwise.
 """
 from __future__ import annotations
 
@@ -20,11 +23,19 @@ from pathlib import Path
 
 import jinja2
 
-from reports.mlts import BASELINES, DRIVER_MODES, PAR_BAND, latency_ratio, model_status, ratio_marker, totals
+from reports.mlts import (BASELINES, DRIVER_MODES, LEVEL_COLOURS, PAR_BAND, SLOW_RATIO, judge_model, latency_ratio,
+                          layer_counts, layer_ratio, model_status, outcome_level, ratio_marker, status_level,
+                          totals)
 
-#: Chart colours: driver modes then baselines.
+#: Series colours (driver modes then baselines) of the histograms: neither green nor red,
+#: which are the judgement colours (:data:`reports.mlts.LEVEL_COLOURS`).
 _COLOURS = {"sync": "#1f77b4", "async": "#17becf", "burst": "#9467bd",
-            "xnnpack": "#2ca02c", "builtin": "#ff7f0e"}
+            "xnnpack": "#8c564b", "builtin": "#7f7f7f"}
+#: The ratio chart tells the baselines apart by hatching (its colours are the judgements').
+_HATCHES = {"xnnpack": "", "builtin": "////"}
+#: Legend words of the ratio chart's levels.
+_RATIO_LEGEND = {"good": f"faster or on par (\u2264 {1 + PAR_BAND:g}\u00d7)",
+                 "warn": f"slower, up to {SLOW_RATIO:g}\u00d7", "bad": f"more than {SLOW_RATIO:g}\u00d7 slower"}
 
 _ENV = jinja2.Environment(loader=jinja2.PackageLoader("mlts", "templates"),
                           autoescape=jinja2.select_autoescape(["html", "j2"]),
@@ -57,12 +68,16 @@ def group_operators(entries) -> list[dict]:
 def stress_rows(records) -> list[dict]:
     """The stress table's rows: ``test``, ``driver``, ``outcome``, ``expected`` (when the
     record says), ``duration_s``, ``detail`` (the message), ``params`` (one line: the
-    test's parameters but its model list) and ``log`` (the tail kept for a non-SUCCESS)."""
+    test's parameters but its model list), ``log`` (the tail kept for a non-SUCCESS),
+    ``level`` of the outcome and ``expected_level`` (good when the outcome is the expected
+    one, bad when not, none when nothing was expected): :func:`reports.mlts.outcome_level`."""
     rows = []
     for r in records or []:
         params = {k: v for k, v in (r.get("params") or {}).items() if k != "models"}
+        expected = r.get("expected")
         rows.append({"test": r.get("test"), "driver": r.get("driver"), "outcome": r.get("outcome"),
-                     "expected": r.get("expected"),
+                     "expected": expected, "level": outcome_level(r.get("outcome")),
+                     "expected_level": "none" if not expected else ("good" if expected == r.get("outcome") else "bad"),
                      "duration_s": r.get("duration_s", r.get("duration")),
                      "detail": r.get("detail", r.get("message", "")) or "",
                      "params": ", ".join(f"{k}={v}" for k, v in params.items()), "log": r.get("log") or ""})
@@ -100,15 +115,16 @@ def _svg(fig, chart_id: str, title: str) -> str:
 
 
 def _finish(fig, ax, chart_id: str, label: str, title: str, xlabel: str, ylabel: str | None = None,
-            grid_axis: str = "both") -> str:
+            grid_axis: str = "both", handles=None) -> str:
     """The chrome every chart of the page shares, then the inline SVG (:func:`_svg`): axis
-    labels, ``title``, the legend outside at the upper right (8 pt), a light grid on
-    ``grid_axis``; ``label`` is the SVG's accessible name."""
+    labels, ``title``, the legend outside at the upper right (8 pt; of ``handles`` when
+    given, else of the labelled artists), a light grid on ``grid_axis``; ``label`` is the
+    SVG's accessible name."""
     ax.set_xlabel(xlabel)
     if ylabel is not None:
         ax.set_ylabel(ylabel)
     ax.set_title(title)
-    fig.legend(fontsize=8, loc="outside right upper")
+    fig.legend(**({"handles": handles} if handles else {}), fontsize=8, loc="outside right upper")
     ax.grid(alpha=0.3, axis=grid_axis)
     return _svg(fig, chart_id, label)
 
@@ -163,71 +179,99 @@ def histogram_chart(model: dict, chart_id: str) -> str | None:
 def ratio_chart(doc: dict, chart_id: str, mode: str = "sync") -> str | None:
     """SVG of every model's driver/TFLite mean-latency ratio in ``mode`` (horizontal bars per
     baseline growing from 1 on a log x axis: leftwards the driver is faster, rightwards
-    slower), or None when no model has a ratio."""
+    slower), or None when no model has a ratio. Each bar's colour is its marker's level
+    (:func:`reports.mlts.ratio_marker`: green faster or on par, amber slower, red more than
+    :data:`reports.mlts.SLOW_RATIO` times slower), its hatching the baseline, and its end
+    carries the marker's words ("18.00x slower")."""
+    from matplotlib.patches import Patch
     rows = []
     for m in doc.get("models") or []:
-        r = {b: latency_ratio(m, mode, b) for b in BASELINES}
-        if any(v is not None for v in r.values()):
-            rows.append((m["name"], r))
+        markers = judge_model(m)["latency"].get(mode) or {}
+        if any(mk["ratio"] is not None for mk in markers.values()):
+            rows.append((m["name"], markers))
     if not rows:
         return None
     fig = _figure(9, 1.3 + 0.42 * len(rows) * len(BASELINES) / 2)
     ax = fig.add_subplot()
     height = 0.8 / len(BASELINES)
-    values = []
+    values, levels = [], set()
     for j, b in enumerate(BASELINES):
-        ys = [i + (j - (len(BASELINES) - 1) / 2) * height for i in range(len(rows))]
-        vs = [r[b] if r[b] is not None else 1.0 for _, r in rows]
-        values += [v for v in vs if v > 0]
-        # bars grow from 1: leftwards when the driver is faster, rightwards when slower
-        ax.barh(ys, [v - 1.0 for v in vs], left=1.0, height=height * 0.9, color=_COLOURS[b],
-                label=f"vs TFLite {b}")
+        for i, (_, markers) in enumerate(rows):
+            mk = markers[b]
+            if mk["ratio"] is None:
+                continue
+            y, v = i + (j - (len(BASELINES) - 1) / 2) * height, mk["ratio"]
+            values.append(v)
+            levels.add(mk["level"])
+            colour = LEVEL_COLOURS[mk["level"]]
+            # bars grow from 1: leftwards when the driver is faster, rightwards when slower
+            ax.barh([y], [v - 1.0], left=1.0, height=height * 0.9, color=colour, alpha=0.85,
+                    hatch=_HATCHES[b], edgecolor="white" if _HATCHES[b] else colour)
+            ax.text(v * (1.04 if v >= 1 else 1 / 1.04), y, f"{mk['text']} vs {b}", va="center",
+                    ha="left" if v >= 1 else "right", fontsize=7, color=colour)
     ax.axvline(1.0, color="black", linewidth=1)
     ax.set_xscale("log")
+    values = [v for v in values if v > 0]
     lo, hi = min(values + [1.0]), max(values + [1.0])
-    ax.set_xlim(lo / 1.5, hi * 1.5)
+    ax.set_xlim(lo / (6 if lo < 1 else 1.5), hi * 4)   # room for the bars' words
     from matplotlib.ticker import FuncFormatter
     times = FuncFormatter(lambda v, _: f"{v:g}\u00d7")
     ax.xaxis.set_major_formatter(times)
     ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}\u00d7" if f"{v:.0e}"[0] in "25" else ""))
     ax.set_yticks(range(len(rows)), [n for n, _ in rows], fontsize=8)
     ax.invert_yaxis()
+    handles = [Patch(facecolor="#999999", edgecolor="white", hatch=_HATCHES[b], label=f"vs TFLite {b}")
+               for b in BASELINES]
+    handles += [Patch(color=LEVEL_COLOURS[lv], label=_RATIO_LEGEND[lv]) for lv in ("good", "warn", "bad")
+                if lv in levels]
     return _finish(fig, ax, chart_id, f"latency ratio {mode}", f"Latency ratio, driver {mode} vs TFLite (1 thread)",
-                   f"driver {mode} mean latency / TFLite mean latency (< 1: driver faster)", grid_axis="x")
+                   f"driver {mode} mean latency / TFLite mean latency (< 1: driver faster)", grid_axis="x",
+                   handles=handles)
 
 
 def layers_chart(model: dict, chart_id: str) -> str | None:
     """SVG of the divergence locator's per-layer figures: each compared operator output's
-    worst error as a multiple of its tolerance (``ratio``; computed as max_error / tolerance
-    when absent), log y, a line at 1 (above: beyond tolerance), the first divergent operator
-    marked; None without per-layer figures."""
+    worst error as a multiple of its tolerance (:func:`reports.mlts.layer_ratio`), log y, a
+    line at 1 (above: beyond tolerance); points within tolerance green, points beyond it in
+    the locator's level colour (:func:`reports.mlts.divergence_judgement`: amber for
+    accumulated drift, red when an operator is beyond in isolation), non-finite ones drawn
+    as triangles at the top; the title counts them ("25 of 31 compared layers beyond
+    tolerance") and the first divergent operator is marked; None without per-layer figures."""
     acc = model.get("accuracy") or {}
     floor = 1e-6
-    points = []
-    for la in acc.get("layers") or []:
-        r = la.get("ratio")
-        if r is None and la.get("max_error") is not None and la.get("tolerance"):
-            r = la["max_error"] / la["tolerance"]
-        if r is not None and math.isfinite(r):
-            points.append((la, max(r, floor)))
+    points = [(la, r) for la in acc.get("layers") or [] if (r := layer_ratio(la)) is not None]
     if not points:
         return None
+    compared, beyond, _ = layer_counts(acc)
+    div = acc.get("divergence") or {}
+    beyond_colour = LEVEL_COLOURS["bad" if div.get("found") else "warn"]
+    finite = [r for _, r in points if math.isfinite(r)]
+    top = max(finite + [10.0]) * 3
+    ys = [max(r, floor) if math.isfinite(r) else top for _, r in points]
     fig = _figure(9, 2.6)
     ax = fig.add_subplot()
     xs = list(range(len(points)))
-    ys = [r for _, r in points]
-    ax.plot(xs, ys, marker="o", markersize=3, linewidth=1, color="#1f77b4",
-            label="max |driver - TFLite| / tolerance")
-    ax.axhline(1.0, color="#d62728", linestyle="--", linewidth=1, label="tolerance")
-    div = acc.get("divergence") or {}
+    ax.plot(xs, ys, linewidth=1, color="#999999")
+    inside = [(x, y) for x, y, (_, r) in zip(xs, ys, points) if r <= 1.0]
+    outside = [(x, y, math.isfinite(r)) for x, y, (_, r) in zip(xs, ys, points) if not r <= 1.0]
+    if inside:
+        ax.plot(*zip(*inside), marker="o", markersize=3, linestyle="none", color=LEVEL_COLOURS["good"],
+                label="within tolerance")
+    for fin, marker, word in ((True, "o", "beyond tolerance"), (False, "^", "not finite (shape or NaN)")):
+        pts = [(x, y) for x, y, f in outside if f == fin]
+        if pts:
+            ax.plot(*zip(*pts), marker=marker, markersize=4, linestyle="none", color=beyond_colour, label=word)
+    ax.axhline(1.0, color="#bb0000", linestyle="--", linewidth=1, label="tolerance")
     if div.get("found"):
         hits = [i for i, (la, _) in enumerate(points) if la.get("operator") == div.get("operator")]
         if hits:
-            ax.plot([hits[0]], [ys[hits[0]]], marker="X", markersize=10, color="#d62728", linestyle="none",
+            ax.plot([hits[0]], [ys[hits[0]]], marker="X", markersize=10, color=LEVEL_COLOURS["bad"], linestyle="none",
                     label=f"first divergence: op {div.get('operator')} {div.get('builtin', '')}")
     ax.set_yscale("log")
+    counted = (f"{beyond} of {compared} compared layers beyond tolerance" if beyond
+               else f"all {compared} compared layers within tolerance")
     return _finish(fig, ax, chart_id, f"{model['name']} per-layer error",
-                   f"{model['name']}: per-layer error against TFLite",
+                   f"{model['name']}: per-layer error against TFLite\n{counted}",
                    "compared operator output (TFLite execution order)", "error / tolerance")
 
 
@@ -250,11 +294,14 @@ CSV_COLUMNS = (
     + [f"driver_{m}_{s}_ms" for m in DRIVER_MODES for s in ("mean", "p50", "p90", "p99")]
     + [f"tflite_{b}_{s}_ms" for b in BASELINES for s in ("mean", "p50", "p90", "p99")]
     + [f"ratio_{m}_vs_{b}" for m in DRIVER_MODES for b in BASELINES]
-    + ["max_mse", "max_error", "top_k_agreement", "detection_iou", "within_tolerance", "first_divergence", "errors"])
+    + ["max_mse", "max_error", "top_k_agreement", "detection_iou", "within_tolerance", "accuracy_level",
+       "layers_compared", "layers_beyond", "first_divergence", "errors"])
 
 
 def csv_rows(doc: dict) -> list[dict]:
-    """One dict per model with :data:`CSV_COLUMNS` (empty string where not measured)."""
+    """One dict per model with :data:`CSV_COLUMNS` (empty string where not measured);
+    ``accuracy_level``, ``layers_compared`` and ``layers_beyond`` are the accuracy judgement's
+    (:func:`reports.mlts.accuracy_judgement`)."""
     rows = []
     for m in doc.get("models") or []:
         mp, cp = m.get("mapping") or {}, m.get("compile") or {}
@@ -275,6 +322,10 @@ def csv_rows(doc: dict) -> list[dict]:
         row["top_k_agreement"] = (acc.get("top_k") or {}).get("agreement")
         row["detection_iou"] = (acc.get("detection") or {}).get("iou")
         row["within_tolerance"] = acc.get("within_tolerance") if acc else None
+        judged = judge_model(m)["accuracy"]
+        row["accuracy_level"] = judged["level"]
+        if acc:
+            row["layers_compared"], row["layers_beyond"] = judged["layers_compared"], judged["layers_beyond"]
         div = acc.get("divergence") or {}
         row["first_divergence"] = (f"op {div.get('operator')} {div.get('builtin', '')}".strip()
                                    if div.get("found") else ("none" if div else None))
@@ -300,43 +351,51 @@ def _json_default(o):
 
 
 def render_html(doc: dict) -> str:
-    """The page for the run document ``doc`` (see the module docstring)."""
+    """The page for the run document ``doc`` (see the module docstring). Every word and
+    colour of a judgement comes from :func:`reports.mlts.judge_model` (``judgement`` of each
+    view and summary row)."""
     models = doc.get("models") or []
     views = []
     for i, m in enumerate(models):
+        judged = judge_model(m)
         lat = m.get("latency") or {}
-        driver_rows = []
-        for mode, s in (lat.get("driver") or {}).items():
-            if s:
-                driver_rows.append({"label": f"driver {mode}", "stats": s,
-                                    "markers": {b: ratio_marker(latency_ratio(m, mode, b)) for b in BASELINES}})
+        driver_rows = [{"label": f"driver {mode}", "stats": lat["driver"][mode], "markers": markers}
+                       for mode, markers in judged["latency"].items()]
         baseline_rows = [{"label": f"TFLite {b}", "stats": s} for b, s in (lat.get("tflite") or {}).items() if s]
         mp = m.get("mapping") or {}
         acc = m.get("accuracy") or {}
         hist = _cached(histogram_chart, [m["name"], m.get("latency")], f"hist-{i}", m, f"hist-{i}")
         layers = _cached(layers_chart, [m["name"], acc.get("layers"), acc.get("divergence")], f"layers-{i}",
                          m, f"layers-{i}")
-        views.append({"model": m, "status": model_status(m), "driver_rows": driver_rows,
+        views.append({"model": m, "judgement": judged, "driver_rows": driver_rows,
                       "fallback": group_operators(mp.get("fallback")), "folded": group_operators(mp.get("folded")),
                       "max_mse": _max_errors(m.get("accuracy"))[0], "max_error": _max_errors(m.get("accuracy"))[1],
                       "baseline_rows": baseline_rows,
                       "histogram": hist, "layers": layers})
     summary_rows = []
-    for m in models:
-        lat = m.get("latency") or {}
+    for v in views:
+        m, lat = v["model"], v["model"].get("latency") or {}
         sync = (lat.get("driver") or {}).get("sync") or {}
-        summary_rows.append({"name": m["name"], "status": model_status(m), "sync": sync.get("mean_ms"),
+        summary_rows.append({"name": m["name"], "judgement": v["judgement"], "sync": sync.get("mean_ms"),
                              "baselines": {b: ((lat.get("tflite") or {}).get(b) or {}).get("mean_ms")
                                            for b in BASELINES},
-                             "markers": {b: ratio_marker(latency_ratio(m, "sync", b)) for b in BASELINES}})
+                             "markers": v["judgement"]["latency"].get("sync") or {b: ratio_marker(None) for b in BASELINES}})
     return _ENV.get_template("mlts.html.j2").render(
         doc=doc, views=views, summary_rows=summary_rows, totals=totals(doc), baselines=BASELINES,
-        ratio_chart=ratio_chart(doc, "ratio-sync"), fmt=_fmt, par_band=PAR_BAND, status=model_status,
+        ratio_chart=ratio_chart(doc, "ratio-sync"), fmt=_fmt, par_band=PAR_BAND, slow_ratio=SLOW_RATIO,
+        colours=LEVEL_COLOURS, status_level=status_level, outcome_level=outcome_level,
         stress=stress_rows(doc.get("stress")))
 
 
+def judged_document(doc: dict) -> dict:
+    """``doc`` as ``<stem>.json`` holds it: the run document with each model's judgements
+    (``"judgement"``: :func:`reports.mlts.judge_model`, the words and levels the page shows);
+    ``doc`` itself is not changed."""
+    return {**doc, "models": [{**m, "judgement": judge_model(m)} for m in doc.get("models") or []]}
+
+
 def write_report(doc: dict, out_dir: str | Path, stem: str = "mlts") -> list[Path]:
-    """Write ``<stem>.html``, ``<stem>.json`` and ``<stem>.csv`` (one row per model; plus
+    """Write ``<stem>.html``, ``<stem>.json`` (:func:`judged_document`) and ``<stem>.csv`` (one row per model; plus
     ``<stem>-stress.csv`` when ``doc["stress"]`` has outcomes, which is ``<stem>.csv`` itself
     in a run without models) into ``out_dir`` (created), each replaced atomically
     so a reader never sees half a file; returns their paths. ``doc["generated"]`` is set to now
@@ -353,7 +412,8 @@ def write_report(doc: dict, out_dir: str | Path, stem: str = "mlts") -> list[Pat
         paths.append(out / name)
 
     put(f"{stem}.html", lambda p: p.write_text(render_html(doc), encoding="utf-8"))
-    put(f"{stem}.json", lambda p: p.write_text(json.dumps(doc, indent=1, default=_json_default), encoding="utf-8"))
+    put(f"{stem}.json", lambda p: p.write_text(json.dumps(judged_document(doc), indent=1, default=_json_default),
+                                               encoding="utf-8"))
     if doc.get("models"):
         put(f"{stem}.csv", lambda p: _write_csv(p, CSV_COLUMNS, csv_rows(doc)))
     if doc.get("stress"):

@@ -5,21 +5,30 @@
 [--skip SUITE] [--archive] [--sign-key KEY]`` runs every suite (:mod:`nncts.certify_suites`) as a subprocess
 into ``DIR/results/<suite>/`` and writes the bundle: ``environment.json`` and ``driver.json``
 (:mod:`nncts.certify_facts`), ``checksums.json`` (the test content the run used),
-``report/`` (one report over the suites: :func:`reports.run.write_run_report`),
-``verdict.json``, and ``MANIFEST.sha256`` last (:mod:`nncts.bundle`); with ``--sign-key`` also
+``verdict.json``, the fuzzer's page ``results/fuzz/index.html`` (:func:`reports.verdict.write_fuzz_page`),
+``report/`` (one report over the suites, the verdict on top: :func:`reports.run.write_run_report`),
+and ``MANIFEST.sha256`` last (:mod:`nncts.bundle`); with ``--sign-key`` also
 ``SIGNER`` (before the manifest, which lists it) and ``MANIFEST.sha256.sig`` (after it:
-:mod:`nncts.signing`); with ``--archive`` also ``DIR.tar.gz``. Exit 0 when certified, 1 when
-not, 2 for bad options (one line; a key that does not load is one, before any suite runs).
+:mod:`nncts.signing`); with ``--archive`` also ``DIR.tar.gz``. Exit 0 when certified, and for a
+quick run whose every suite passed (a quick run is never certified); 1 otherwise; 2 for bad
+options (one line, before any suite runs: a key that does not load, ``--driver-process``
+without the ``remote`` extra, a driver that fails to load for a missing module, such as
+``onnxruntime`` without the ``engine`` extra).
 
-The verdict: certified when every required suite ran and passed (exit 0, no failed test or
+The verdict: ``passed`` when every required suite ran and passed (exit 0, no failed test or
 unexpected pass, no inaccurate or failed MLTS model, no fuzz finding). Required: the CTS, the
 VTS, the random graphs, the fuzzer, and the MLTS when the ``mlts`` extra is installed (without
-it the MLTS is recorded as not run with the reason, and does not count). A suite left out with
-``--skip`` makes the bundle not certified (incomplete).
+it the MLTS is recorded as not run with the reason, and does not count). The ``scope``
+(:func:`run_scope`): ``full``, or ``quick`` (``--quick``), or ``partial`` (a suite left out with
+``--skip``, a fuzzing budget under :data:`DEFAULT_FUZZ_SECONDS`). ``certified`` only when it
+passed and the scope is full; the ``verdict`` text is ``certified``, ``not certified``, or
+``not certified (quick run)`` / ``not certified (partial run)``, and ``reasons`` say why (the
+scope's reasons first, then one line per suite that failed or did not run).
 
 ``nncts verify BUNDLE [--public-key PUB]`` (a bundle directory or its ``.tar.gz``) checks it
 under :func:`nncts.bundle.verify`'s rules and limits: exit 0 and ``bundle OK: N files, verdict
-...`` (the reasons of a verdict other than certified indented below it), then a ``signature:``
+...`` (``not certified (quick run)`` for a quick run; the reasons of a verdict other than
+certified indented below it), then a ``signature:``
 line: unsigned, signed by a fingerprint not checked (no ``--public-key``), or good. Exit 1
 naming each refused, altered, missing or unlisted file, and with ``--public-key`` when the
 signature does not match that key and the manifest (``signature does not match``) or the
@@ -40,7 +49,8 @@ from pathlib import Path
 
 from harness.expectations import load_baseline
 from harness.requirements import load_profile
-from harness.suites import QUICK_FUZZ_SECONDS
+from harness.suites import QUICK_CORPUS, QUICK_FUZZ_SECONDS, QUICK_K
+from runtime.remote.client import is_remote_spec, remote_extra_missing
 
 from . import certify_facts, certify_suites, signing
 from .bundle import MANIFEST, SIGNATURE, NotABundle, printable, tree_digest, verify, write_archive
@@ -50,6 +60,9 @@ from .preflight import check_driver, is_factory_spec, usage_exit
 DEFAULT_FUZZ_SECONDS = 60
 #: Most verdict reasons ``nncts verify`` prints.
 MAX_REASONS_SHOWN = 20
+#: A driver that fails to load with one of these is missing a module (an extra such as
+#: ``engine``; its message names it): certify refuses before any suite, exit 2.
+MISSING_MODULE = ("ImportError", "ModuleNotFoundError")
 
 
 def _check(args) -> None:
@@ -58,6 +71,8 @@ def _check(args) -> None:
     if is_factory_spec(args.driver) and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())   # as the suites' `python -m` sees module:factory drivers
     check_driver(args.driver)
+    if (args.driver_process or is_remote_spec(args.driver)) and (missing := remote_extra_missing()):
+        raise ValueError(f"--driver-process: {missing}")
     for option, value, low in (("--fuzz-seconds", args.fuzz_seconds, 1), ("--retries", args.retries, 0),
                                ("--jobs", args.jobs, 1)):
         if value is not None and value < low:
@@ -83,6 +98,18 @@ def _check(args) -> None:
         raise ValueError(f"--out {out}: exists and is not an empty directory; choose another or remove it")
 
 
+def _missing_module(facts: dict) -> str:
+    """The first error of the driver's facts (:func:`nncts.certify_facts.driver_facts`: its
+    load error, or a getter's ``error: ...``) that is one of :data:`MISSING_MODULE`; "" when
+    none is."""
+    for key, value in facts.items():
+        error = value if key == "load_error" else value[len("error: "):] \
+            if isinstance(value, str) and value.startswith("error: ") else ""
+        if any(f"{kind}:" in error for kind in MISSING_MODULE):
+            return error
+    return ""
+
+
 def _write_json(path: Path, doc) -> None:
     path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
@@ -106,10 +133,29 @@ def _run_suites(args, results: Path) -> tuple[list, dict]:
     return out, {}
 
 
+def run_scope(args) -> tuple[str, list[str]]:
+    """The scope of a certification with the certify options ``args`` (quick, skip,
+    fuzz_seconds) and why it is not full: ``("full", [])``, ``("quick", [...])`` for
+    ``--quick`` (whatever else), or ``("partial", [...])`` for suites left out with ``--skip``
+    or a fuzzing budget under :data:`DEFAULT_FUZZ_SECONDS`. Only a full run can be certified."""
+    why = []
+    if args.quick:
+        why.append(f"quick run: --quick ran a CI-sized selection (CTS and VTS: {QUICK_CORPUS.name} models matching "
+                   f"{QUICK_K!r}; one random-graph seed; {args.fuzz_seconds} s of fuzzing; one MLTS model); "
+                   f"only a full run can be certified")
+    why += [f"partial run: {name} left out with --skip" for name in args.skip]
+    if not args.quick and args.fuzz_seconds < DEFAULT_FUZZ_SECONDS:
+        why.append(f"partial run: --fuzz-seconds {args.fuzz_seconds}, under the full run's {DEFAULT_FUZZ_SECONDS} s")
+    return ("quick" if args.quick else "partial" if why else "full"), why
+
+
 def verdict(suites: list, args) -> dict:
-    """The verdict document from the suite results: ``certified``, ``verdict`` (text),
-    ``reasons`` (a line per suite that failed or did not run) and every listed failure."""
-    reasons, failures = [], []
+    """The verdict document from the suite results: ``passed`` (every required suite ran and
+    passed), ``scope`` and ``scope_reasons`` (:func:`run_scope`), ``certified`` (passed, full
+    scope), ``verdict`` (text), ``reasons`` (the scope's, then a line per suite that failed or
+    did not run) and every listed failure."""
+    scope, scope_reasons = run_scope(args)
+    reasons, failures = list(scope_reasons), []
     blocking = False
     for s in suites:
         if s.status == "passed":
@@ -119,9 +165,11 @@ def verdict(suites: list, args) -> dict:
         detail = s.reason or f"{s.failures_total} failing"
         reasons.append(f"{s.suite}: {s.status}: {detail}" + (" (not required: MLTS unavailable)" if optional else ""))
         failures += [dict(f, suite=s.suite) for f in s.failures]
-    certified = not blocking
-    return {"certified": certified, "verdict": "certified" if certified else "not certified",
-            "driver": args.driver, "out_of_process": args.driver_process, "profile": args.profile,
+    certified = not blocking and scope == "full"
+    text = "certified" if certified else "not certified" if scope == "full" else f"not certified ({scope} run)"
+    return {"certified": certified, "verdict": text, "passed": not blocking, "scope": scope,
+            "scope_reasons": scope_reasons, "driver": args.driver, "out_of_process": args.driver_process,
+            "profile": args.profile,
             "baseline": args.baseline, "quick": args.quick, "modes": args.modes, "fuzz_seconds": args.fuzz_seconds,
             "suites": [s.as_dict() for s in suites], "reasons": reasons, "failures": failures}
 
@@ -130,9 +178,9 @@ def _report(bundle: Path, doc: dict, driver: dict) -> dict:
     """The unified report of the bundle's suites under ``report/``; returns its paths or the
     error (a bundle whose suites all failed to write results has no report)."""
     from reports.run import write_run_report
-    meta = {"verdict": doc["verdict"], "driver": doc["driver"], "driver name": driver.get("name"),
-            "driver version": driver.get("version"), "feature level": driver.get("feature_level"),
-            "profile": doc["profile"], "quick": doc["quick"]}
+    meta = {"verdict": doc["verdict"], "scope": doc["scope"], "driver": doc["driver"],
+            "driver name": driver.get("name"), "driver version": driver.get("version"),
+            "feature level": driver.get("feature_level"), "profile": doc["profile"]}
     try:
         paths = write_run_report([bundle], bundle / "report", f"nncts certification: driver {doc['driver']}", meta)
     except (ValueError, OSError) as e:
@@ -149,23 +197,30 @@ def _certify(args, parser) -> int:
     except ValueError as e:
         usage_exit("nncts certify", e)
     start = time.monotonic()
+    driver = certify_facts.driver_facts(args.driver, args.driver_process)
+    if missing := _missing_module(driver):
+        usage_exit("nncts certify", f"--driver {args.driver}: {missing}")
     bundle = Path(args.out).resolve()
     (bundle / "results").mkdir(parents=True, exist_ok=True)
     _write_json(bundle / "environment.json", certify_facts.environment([Path(sys.argv[0]).name, *sys.argv[1:]]))
-    driver = certify_facts.driver_facts(args.driver, args.driver_process)
     _write_json(bundle / "driver.json", driver)
     print(f"certify: driver {args.driver}: {driver.get('name', '?')} {driver.get('version', '')}, "
           f"feature level {driver.get('feature_level', '?')}; bundle {bundle}", flush=True)
     suites, seed_sums = _run_suites(args, bundle / "results")
     _write_json(bundle / "checksums.json", {**certify_facts.content_checksums(), **seed_sums})
     doc = verdict(suites, args)
+    _write_json(bundle / "verdict.json", doc)   # the fuzz page and the report read it
+    from reports.verdict import write_fuzz_page
+    write_fuzz_page(bundle)
     doc["report"] = _report(bundle, doc, driver)
     doc["seconds"] = round(time.monotonic() - start, 1)
     _write_json(bundle / "verdict.json", doc)
     key = getattr(args, "signing_key", None)
     signing.seal(bundle, key)
     print(f"certify: verdict: {doc['verdict'].upper()} in {doc['seconds']:.0f} s"
-          + "".join(f"\n  {r}" for r in doc["reasons"]))
+          + "".join(f"\n  {r}" for r in doc["reasons"])
+          + ("\n  every suite passed its quick selection (exit 0)"
+             if doc["scope"] == "quick" and doc["passed"] else ""))
     if key is None:
         print(f"bundle: {bundle} (unsigned; check it with: nncts verify {bundle})")
     else:
@@ -173,7 +228,7 @@ def _certify(args, parser) -> int:
               f"nncts verify {bundle} --public-key <its nncts-signing.pub>)")
     if args.archive:
         print(f"archive: {write_archive(bundle)}")
-    return 0 if doc["certified"] else 1
+    return 0 if doc["certified"] or (doc["scope"] == "quick" and doc["passed"]) else 1
 
 
 def _verdict_lines(check) -> list[str]:
@@ -186,7 +241,10 @@ def _verdict_lines(check) -> list[str]:
     if not isinstance(doc, dict):
         return [f"verdict unknown ({'no verdict.json' if doc is None else 'verdict.json is not a JSON object'})"]
     reasons = doc.get("reasons") if isinstance(doc.get("reasons"), list) else []
-    lines = [f"verdict {doc.get('verdict', 'unknown (verdict.json has no verdict)')}"]
+    text = doc.get("verdict", "unknown (verdict.json has no verdict)")
+    if "scope" not in doc and doc.get("quick") is True and text == "certified":   # a bundle from before scopes
+        text = "not certified (quick run; its verdict.json, from before only full runs were certified, says certified)"
+    lines = [f"verdict {text}"]
     lines += [f"  {r}" for r in reasons[:MAX_REASONS_SHOWN]]
     if len(reasons) > MAX_REASONS_SHOWN:
         lines.append(f"  ... and {len(reasons) - MAX_REASONS_SHOWN} more reasons in verdict.json")
@@ -272,7 +330,8 @@ def add_parsers(sub) -> None:
                    help="which declined tests fail: feature-level (default), none, or a profile file")
     c.add_argument("--baseline", default=None, metavar="FILE", help="known failures (TOML), passed to every suite")
     c.add_argument("--retries", type=int, default=0, metavar="N", help="re-run a failing test up to N times")
-    c.add_argument("--jobs", type=int, default=1, metavar="N", help="pytest-xdist workers per suite (default 1)")
+    c.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="pytest-xdist workers per suite (default: every core, as nncts cts; 1: one worker)")
     c.add_argument("--suite-timeout", type=float, default=None, metavar="S",
                    help="seconds one suite may take before it is killed and failed (default: no limit)")
     c.add_argument("--skip", action="append", default=[], choices=SUITES, metavar="SUITE",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -31,6 +32,8 @@ MLTS_MODULES = ("tflite", "ai_edge_litert")
 FAILING = ("failed", "unexpected_pass")
 #: Most failures one suite lists in the verdict (the report lists them all).
 MAX_LISTED = 200
+#: The bundle's folder of suite results (``<bundle>/results/<suite>/``).
+RESULTS = "results"
 
 
 @dataclass
@@ -71,7 +74,7 @@ def _pytest_suite(args, spec, out: Path) -> list[str]:
     cmd += ["--driver-process"] if args.driver_process else []
     cmd += ["--baseline", str(Path(args.baseline).resolve())] if args.baseline else []
     cmd += ["--retries", str(args.retries)] if args.retries else []
-    cmd += ["-n", str(args.jobs)] if args.jobs > 1 else []
+    cmd += ["-n", str(args.jobs)] if args.jobs is not None else []   # else the suites' default: every core
     return cmd + spec.certify_options(args) + list(spec.quick_options if args.quick else ())
 
 
@@ -101,13 +104,28 @@ def _run(cmd: list[str], log: Path, limit: float | None) -> tuple[int | None, st
         try:
             return proc.wait(timeout=limit), ""
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            return None, f"killed after the suite time limit of {limit:g} s"
+            _stop(proc)
+            return None, f"stopped after the suite time limit of {limit:g} s"
         except BaseException:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            _stop(proc)
             raise
+
+
+#: Seconds a suite has, after SIGTERM, to publish its interrupted report before SIGKILL.
+GRACE_S = 15.0
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """End ``proc``'s process group: SIGTERM first (a suite then publishes the records it has,
+    its report marked interrupted), SIGKILL after :data:`GRACE_S` seconds."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=GRACE_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    except ProcessLookupError:
+        proc.wait()
 
 
 def _pytest_outcomes(out: Path) -> tuple[dict, list[dict]]:
@@ -132,16 +150,64 @@ def _mlts_outcomes(out: Path) -> tuple[dict, list[dict]]:
              for m in doc.get("models") or [] if model_status(m) != "passed"])
 
 
-def _fuzz_outcomes(out: Path, seconds: float) -> tuple[dict, list[dict]]:
-    found = sorted((out / "findings" / "V_FUZZ").glob("*.json.gz"))
-    return ({"findings": len(found), "budget_s": seconds},
-            [{"id": f"fuzz/{p.name}", "outcome": "finding", "message": p.name.split("_", 1)[0]} for p in found])
+def libfuzzer_stats(log: Path) -> dict:
+    """libFuzzer's final statistics in a fuzz console log (``-print_final_stats=1``, which
+    ``python -m fuzz`` adds): ``{"executions": units executed, summed over the child's
+    restarts, "exec_per_s": the last run's average}``; ``{}`` when the log has none (the
+    fuzzer stopped before libFuzzer ran)."""
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {}
+    executed = [int(n) for n in re.findall(r"^stat::number_of_executed_units:\s*(\d+)", text, re.M)]
+    rates = re.findall(r"^stat::average_exec_per_sec:\s*(\d+)", text, re.M)
+    return {"executions": sum(executed), "exec_per_s": int(rates[-1]) if rates else 0} if executed else {}
 
 
-def outcomes(name: str, out: Path, fuzz_seconds: float) -> tuple[dict, list[dict]]:
-    """(counts, failing entries) of suite ``name`` from what it wrote into ``out``."""
+def _finding(path: Path, findings: Path, bundle_rel: str, driver: list[str]) -> dict:
+    """One failing entry for the finding file at ``path`` (a ``V_FUZZ/*.json.gz`` model or an
+    ``inputs/*.bin`` input that never decoded): its kind, phase and message from the model's
+    ``fuzz`` key (:mod:`fuzz.findings`), the file relative to the bundle and the replay command."""
+    from runtime.files import load_json
+    rel = path.relative_to(findings).as_posix()
+    entry = {"id": f"fuzz/{rel}", "outcome": "finding", "kind": path.name.split("_", 1)[0], "phase": "",
+             "message": "the input does not decode (raw input kept)" if path.suffix == ".bin" else "",
+             "file": f"{bundle_rel}/{rel}",
+             "replay": shlex.join(["python", "-m", "fuzz", *driver, "--replay", f"{bundle_rel}/{rel}"])}
+    if path.suffix != ".bin":
+        try:
+            doc = load_json(path)
+            fuzz = doc["models"][0]["fuzz"]
+            entry.update(kind=str(fuzz.get("kind", entry["kind"])), phase=str(fuzz.get("phase", "")),
+                         message=str(fuzz.get("message", ""))[:300])
+        except (OSError, ValueError, LookupError, TypeError, AttributeError) as e:
+            entry["message"] = f"finding file not readable: {' '.join(str(e).split())[:200]}"
+    return entry
+
+
+def _fuzz_outcomes(out: Path, args) -> tuple[dict, list[dict]]:
+    """The findings the fuzzer saved (``findings/V_FUZZ/*.json.gz``, and ``findings/inputs/*.bin``
+    without a model: an input that did not decode) and libFuzzer's statistics."""
+    findings = out / "findings"
+    models = sorted((findings / "V_FUZZ").glob("*.json.gz"))
+    stems = {p.name[:-len(".json.gz")] for p in models}
+    found = models + [p for p in sorted((findings / "inputs").glob("*.bin")) if p.stem not in stems]
+    driver = ["--driver", args.driver] + (["--driver-process"] if args.driver_process else [])
+    bundle_rel = f"{RESULTS}/{out.name}/findings"
+    return ({"findings": len(found), "budget_s": args.fuzz_seconds, **libfuzzer_stats(out / "console.log")},
+            [_finding(p, findings, bundle_rel, driver) for p in found])
+
+
+def outcomes(name: str, out: Path, args) -> tuple[dict, list[dict]]:
+    """(counts, failing entries) of suite ``name`` from what it wrote into ``out``
+    (``<bundle>/results/<name>``) under the certify options ``args``: for a pytest suite its
+    outcome counts and failing records (``{"id", "outcome", "message"}``); for the MLTS its
+    model counts and models not passed; for the fuzzer ``{"findings", "budget_s",
+    "executions", "exec_per_s"}`` (:func:`libfuzzer_stats`) and one entry per finding with
+    ``kind``, ``phase``, ``file`` (relative to the bundle) and ``replay`` (the ``python -m
+    fuzz --replay`` command, run from the bundle directory)."""
     if name == "fuzz":
-        return _fuzz_outcomes(out, fuzz_seconds)
+        return _fuzz_outcomes(out, args)
     if name == "mlts":
         return _mlts_outcomes(out)
     return _pytest_outcomes(out)
@@ -167,7 +233,7 @@ def run_suite(args, name: str, results: Path, fuzz_seeds: Path | None = None) ->
     code, reason = _run(cmd, out / "console.log", args.suite_timeout)
     res = SuiteResult(name, "failed", cmd, code, round(time.monotonic() - start, 3))
     try:
-        res.counts, failing = outcomes(name, out, args.fuzz_seconds)
+        res.counts, failing = outcomes(name, out, args)
     except (OSError, ValueError) as e:
         failing, reason = [], reason or f"its results cannot be read: {e}"
     res.failures, res.failures_total = failing[:MAX_LISTED], len(failing)

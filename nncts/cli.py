@@ -26,6 +26,7 @@ suites print a progress line with an ETA every 5 s and at the end (:mod:`harness
 """
 from __future__ import annotations
 
+import argparse
 import importlib
 import sys
 from pathlib import Path
@@ -35,9 +36,13 @@ import pytest
 from nncts.cli_mlts import add_mlts_parser, run_stress
 from nncts.preflight import (FactoryDriverCheck, OneLineParser, OneLineUsageErrors, PytestUsageError,
                              check_driver, check_suite_arguments, is_factory_spec, usage_exit)
+from nncts.rundir import Interrupts, StagedReport
 from harness.driver import add_corpus_options, add_driver_options
+from harness.environment import git_commit, nncts_version
 from harness.graph_configs import all_configs, select
 from harness.locations import DEFAULT_CORPUS_LABEL, DEFAULT_ROOTS, SPECS_LABEL
+from harness.plugin import declared_options
+from harness.run_state import read_run_file
 from harness.suites import PYTEST_SUITES, SuiteSpec, suite
 from reports.html import write_reports
 from runtime.drivers import available_drivers
@@ -47,20 +52,24 @@ from runtime.remote.access import ENDPOINT_TLS_HELP
 def _run_suite(spec: SuiteSpec, args, extra, suite_args: list[str] | None = None,
                suite_meta: dict | None = None) -> int:
     """Run ``suite`` with pytest: shared options (--driver, --corpus, --timeout, --resume),
-    the suite's own (``suite_args``), outcome records and junit.xml in the report directory,
-    progress lines with an ETA (:mod:`harness.progress`; pytest's per-test dots off unless
-    ``-v``), then summary.json and index.html (``suite_meta`` added to its run description).
-    Bad arguments (:func:`nncts.preflight.check_suite_arguments`, and what pytest itself
-    rejects) exit 2 with one line on stderr before any test starts. Returns pytest's exit
-    code."""
+    the plugins' options as given (``args.pytest_options``), the suite's own
+    (``suite_args``), on every core unless ``-n`` says otherwise (:func:`worker_args`),
+    outcome records and junit.xml in a fresh run directory published over the report
+    directory at the end (:mod:`nncts.rundir`), progress lines with an ETA
+    (:mod:`harness.progress`; pytest's per-test dots off unless ``-v``), then summary.json
+    and index.html (``suite_meta`` and the environment, :mod:`harness.environment`, added
+    to the run description; ``status`` complete or interrupted). Bad arguments
+    (:func:`nncts.preflight.check_suite_arguments`, and what pytest itself rejects) exit 2
+    with one line on stderr before any test starts, the report directory untouched. Returns
+    pytest's exit code, or 128 + the signal number when SIGINT / SIGTERM ended the run."""
     prog = f"nncts {spec.command}"
     try:
-        report_dir = check_suite_arguments(args, extra)
+        report_dir = check_suite_arguments(args)
     except ValueError as e:
         usage_exit(prog, e)
-    records = report_dir / "outcomes.jsonl"
-    if records.exists() and not args.resume:
-        records.unlink()
+    staged = StagedReport(report_dir)
+    stage = staged.start(args.resume)
+    records = stage / "outcomes.jsonl"
     pytest_args = [*spec.pytest_paths(), "-p", "harness.plugin"]
     for plugin in spec.plugins:
         pytest_args += ["-p", plugin]
@@ -68,10 +77,11 @@ def _run_suite(spec: SuiteSpec, args, extra, suite_args: list[str] | None = None
     # one line per failure unless --tb is given: the outcomes and the report hold the rest, and
     # pytest's long form scans every report per failure (quadratic: minutes for 20,000 failures)
     tb = [] if any(a == "--tb" or a.startswith("--tb=") for a in extra) else ["--tb=line"]
-    pytest_args += ["-p", "no:cacheprovider", *_driver_args(args), "--nncts-report", str(report_dir),
-                    "--junitxml", str(report_dir / "junit.xml"), "-o", f"junit_suite_name=nncts-{spec.command}",
+    pytest_args += ["-p", "no:cacheprovider", *_driver_args(args), "--nncts-report", str(stage),
+                    "--junitxml", str(stage / "junit.xml"), "-o", f"junit_suite_name=nncts-{spec.command}",
                     "-o", "console_output_style=classic", f"--nncts-progress={spec.command}",
-                    *([] if verbose else ["-q"]), *tb, "--timeout", str(args.timeout), "-W", _IMPORTED_PLUGINS]
+                    *([] if verbose else ["-q"]), *tb, "--timeout", str(args.timeout), "-W", _IMPORTED_PLUGINS,
+                    *worker_args(extra)]
     if args.resume:
         pytest_args.append("--nncts-resume")
     corpus, specs = getattr(args, "corpus", None), getattr(args, "specs", False)
@@ -79,26 +89,102 @@ def _run_suite(spec: SuiteSpec, args, extra, suite_args: list[str] | None = None
         pytest_args += ["--corpus", c]
     if specs:
         pytest_args.append("--specs")
-    pytest_args += suite_args or []
-    plugins = [OneLineUsageErrors()]
+    pytest_args += plugin_option_args(args) + (suite_args or [])
+    watch = RunWatch()
+    plugins = [OneLineUsageErrors(), watch]
     if not getattr(args, "driver_endpoint", None) and is_factory_spec(args.driver):
         plugins.append(FactoryDriverCheck(args.driver))
-    try:
-        code = int(pytest.main(pytest_args + extra, plugins=plugins))
-    except PytestUsageError as e:
-        if records.exists() and records.stat().st_size == 0:
-            records.unlink()
-        usage_exit(prog, e)
-    if records.exists():
-        meta = {"driver": _driver_label(args), "suite": spec.command, "pytest_exit_code": code}
+    with Interrupts() as interrupts:
+        try:
+            code = int(pytest.main(pytest_args + extra, plugins=plugins))
+        except PytestUsageError as e:
+            staged.discard()
+            usage_exit(prog, e)
+        except KeyboardInterrupt:  # before pytest's session could handle it
+            code = int(pytest.ExitCode.INTERRUPTED)
+    interrupted = interrupts.signal is not None or code == pytest.ExitCode.INTERRUPTED
+    with Interrupts.held():
+        if watch.listing or not records.exists() or (code == pytest.ExitCode.NO_TESTS_COLLECTED and not interrupted):
+            staged.discard()
+            print(f"{prog}: no test ran: report directory {report_dir} unchanged", file=sys.stderr)
+            return interrupts.exit_code or code
+        meta = {"driver": _driver_label(args), "suite": spec.command, "pytest_exit_code": code,
+                "status": "interrupted" if interrupted else "complete"}
         if endpoint_tls_options(args):
             meta["driver_tls"] = endpoint_tls_options(args)
         if corpus is not None:
             meta["corpus"] = corpus + ([SPECS_LABEL] if specs else []) or [DEFAULT_CORPUS_LABEL, SPECS_LABEL]
         meta.update(suite_meta or {})
-        paths = write_reports(records, report_dir, title=f"{spec.title}: driver {_driver_label(args)}", meta=meta)
-        print("report:", ", ".join(str(p) for p in [report_dir / "junit.xml", records, *paths]))
-    return code
+        meta["environment"] = (read_run_file(stage) or {}).get("environment", {})
+        write_reports(records, stage, title=f"{spec.title}: driver {_driver_label(args)}", meta=meta)
+        staged.publish()
+    names = ["junit.xml", "outcomes.jsonl", "summary.json", "index.html"]
+    print("report:", ", ".join(str(report_dir / n) for n in names if (report_dir / n).exists()))
+    if interrupted:
+        print(f"{prog}: interrupted: the report in {report_dir} is marked interrupted", file=sys.stderr)
+    return interrupts.exit_code or code
+
+
+def worker_args(extra: list[str]) -> list[str]:
+    """``["-n", "auto"]`` (pytest-xdist: one worker per core) unless the pytest arguments
+    ``extra`` choose the workers themselves (``-n N``, ``-nN``, ``--numprocesses``, ``--tx``
+    gateways; ``-n 0`` runs in this process, ``-n 1`` in one worker), turn pytest-xdist off
+    (``-p no:xdist``)
+    or debug (``--pdb``, ``--trace``: pytest-xdist refuses them)."""
+    for i, a in enumerate(extra):
+        if a.startswith(("--numprocesses", "--tx")) or (a.startswith("-n") and not a.startswith("--")) \
+                or a in ("--pdb", "--trace") or a == "-pno:xdist" or (a == "-p" and extra[i + 1:i + 2] == ["no:xdist"]):
+            return []
+    return ["-n", "auto"]
+
+
+def plugin_option_args(args) -> list[str]:
+    """The plugins' options given on the command line (``args.pytest_options``: the
+    argparse actions :func:`add_plugin_options` declared, present in ``args`` only when
+    given) as pytest arguments again."""
+    out = []
+    for action in getattr(args, "pytest_options", []):
+        if not hasattr(args, action.dest):
+            continue
+        value, flag = getattr(args, action.dest), max(action.option_strings, key=len)
+        if action.nargs == 0:
+            out.append(flag)
+        else:
+            out += [x for v in (value if isinstance(value, list) else [value]) for x in (flag, str(v))]
+    return out
+
+
+def add_plugin_options(p: argparse.ArgumentParser, plugins, exclude=()) -> None:
+    """Declare on ``p`` the options of the shared plugin and of the suite's ``plugins``
+    (:func:`harness.plugin.declared_options`: their own ``pytest_addoption``) but those the
+    command declares itself, the ``--nncts-*`` ones it sets and ``exclude`` (option names
+    the suite does not read); each is present in the
+    parsed arguments only when given, and goes on to pytest (:func:`plugin_option_args`)."""
+    group = p.add_argument_group("suite options (the suite's pytest plugins read them)")
+    actions = []
+    for names, attrs in declared_options(plugins):
+        if names[0].startswith("--nncts-") or set(names) & set(exclude):
+            continue
+        try:
+            actions.append(group.add_argument(*names, **{**attrs, "default": argparse.SUPPRESS}))
+        except argparse.ArgumentError:  # declared by the command itself (--driver, --corpus, ...)
+            continue
+    p.set_defaults(pytest_options=actions)
+
+
+class RunWatch:
+    """pytest plugin object: ``listing`` is whether pytest only lists or shows something
+    (``--collect-only``, ``--setup-only``, ``--setup-plan``, ``--fixtures``, ``--markers``,
+    ``--help``; or it never configured: ``--version``) instead of running tests."""
+
+    #: pytest's options (dests) that list or show instead of running the tests.
+    LISTING = ("collectonly", "setuponly", "setupplan", "showfixtures", "show_fixtures_per_test", "markers", "help")
+
+    def __init__(self):
+        self.listing = True
+
+    def pytest_configure(self, config):
+        self.listing = any(getattr(config.option, o, False) for o in self.LISTING)
 
 
 #: Warning filter: the checks before pytest starts import plugin parts (harness.sharding,
@@ -142,26 +228,24 @@ def _suite(args, parser) -> int:
 
 def _random_graph(args, parser) -> int:
     """``nncts random-graph``: the random-graph suite, failing graphs and their minimized
-    reproducers under the report directory's ``graphs/``. An unknown driver, a
-    configuration pattern that matches no configuration at any feature level or fewer than
-    one seed is a usage error (one line, exit 2) before any graph is drawn; the driver is
-    loaded once, by the suite (which checks the patterns against the driver's own feature
-    level)."""
+    reproducers under the report directory's ``graphs/`` (unless ``--graph-dump`` says
+    elsewhere). An unknown driver, a configuration pattern that matches no configuration at
+    any feature level or fewer than one seed is a usage error (one line, exit 2) before any
+    graph is drawn; the driver is loaded once, by the suite (which checks the patterns
+    against the driver's own feature level)."""
+    from random_graph.plugin import DEFAULT_SEEDS
+    seeds, configs = getattr(args, "seeds", DEFAULT_SEEDS), getattr(args, "config", [])
     try:
-        if args.seeds < 1:
-            raise ValueError("--seeds must be at least 1")
+        if seeds < 1:
+            raise ValueError("--seeds: must be at least 1")
         check_driver(args.driver)
-        select(all_configs(), args.config)
+        select(all_configs(), configs)
     except ValueError as e:
         usage_exit("nncts random-graph", e)
-    dump = str(Path(args.report_dir) / "graphs")
-    suite_args = ["--seeds", str(args.seeds), "--first-seed", str(args.first_seed), "--graph-dump", dump]
-    for c in args.config:
-        suite_args += ["--config", c]
-    if args.no_minimize:
-        suite_args.append("--no-minimize")
-    return _run_suite(suite(args.command), args, args.extra, suite_args,
-                      {"seeds": args.seeds, "configurations": args.config or ["all"], "reproducers": dump})
+    dump = getattr(args, "graph_dump", None) or str(Path(args.report_dir).absolute() / "graphs")
+    dump_args = [] if hasattr(args, "graph_dump") else ["--graph-dump", dump]
+    return _run_suite(suite(args.command), args, args.extra, dump_args,
+                      {"seeds": seeds, "configurations": configs or ["all"], "reproducers": dump})
 
 
 def _coverage(args, parser) -> int:
@@ -180,8 +264,17 @@ def _coverage(args, parser) -> int:
     return 0
 
 
-def _add_suite_parser(sub, name: str, help_text: str, timeout_help: str, corpus: bool = True):
-    p = sub.add_parser(name, help=help_text)
+#: The end of a suite command's help.
+SUITE_EPILOG = ("Any other argument goes to pytest: -k EXPR, -m MARKS, -x, -v, --collect-only, ... "
+                "The tests run on every core (pytest-xdist -n auto) unless -n N is given: -n 1 for one "
+                "worker process, -n 0 for none. The report directory is replaced when the run ends "
+                "(SIGINT/SIGTERM: marked interrupted); a usage error or --collect-only leaves it as it was.")
+
+
+def _add_suite_parser(sub, name: str, help_text: str, timeout_help: str, corpus: bool = True,
+                      plugin_options: bool = True):
+    # no abbreviations: pytest's own options (--co, --sw, --lf, ...) must reach pytest whole
+    p = sub.add_parser(name, help=help_text, description=help_text, epilog=SUITE_EPILOG, allow_abbrev=False)
     add_driver_options(p.add_argument)
     if corpus:
         add_corpus_options(p.add_argument)
@@ -189,6 +282,8 @@ def _add_suite_parser(sub, name: str, help_text: str, timeout_help: str, corpus:
     p.add_argument("--resume", action="store_true",
                    help="keep the report directory's outcomes and run only the tests not recorded yet")
     p.add_argument("--timeout", type=float, default=300, help=timeout_help)
+    if plugin_options:
+        add_plugin_options(p, suite(name).plugins, exclude=() if corpus else ("--corpus", "--specs"))
     return p
 
 
@@ -211,28 +306,43 @@ def _stress(args, parser) -> int:
     return run_stress(args.extra, parser)
 
 
-def build_parser() -> OneLineParser:
+class _Version(argparse.Action):
+    """``nncts --version``: the nncts version and, in a git checkout, the commit."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, help="print the nncts version (and git commit) and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        commit = git_commit()
+        print(f"nncts {nncts_version()}" + (f", commit {commit}" if commit else ""))
+        parser.exit(0)
+
+
+def build_parser(commands=None) -> OneLineParser:
     """The ``nncts`` parser: one subparser per command, each with its ``handler(args,
-    parser)``."""
+    parser)``. The suite commands' plugin options (:func:`add_plugin_options`) are declared
+    for the ``commands`` named (None: every suite; importing a suite's plugin takes a few
+    tenths of a second)."""
     parser = OneLineParser(prog="nncts", description="NNAPI driver conformance tests")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
+
+    def wanted(name: str) -> bool:
+        return commands is None or name in commands
     cts = _add_suite_parser(sub, "cts", "run the CTS (golden test models) against a driver; unknown arguments go to "
-                                  "pytest", "seconds one test model may take before it counts as a hang (default 300)")
+                                  "pytest", "seconds one test model may take before it counts as a hang (default 300)",
+                            plugin_options=wanted("cts"))
     vts = _add_suite_parser(sub, "vts", "run the VTS (the driver's HAL directly: every corpus model on every "
                                   "execution path, device, memory domain, caching, deadline and validation "
                                   "tests) against a driver; unknown arguments go to pytest",
-                      "seconds one test may take before it counts as a hang (default 300)")
+                            "seconds one test may take before it counts as a hang (default 300)",
+                            plugin_options=wanted("vts"))
     rg = _add_suite_parser(sub, "random-graph", "random graphs drawn from the operation table, run on a driver "
                                                 "and on the reference and compared with AOSP's criteria; failing "
                                                 "graphs are minimized and written as replayable test models; "
                                                 "unknown arguments go to pytest",
-                           "seconds one graph may take before it counts as a hang (default 300)", corpus=False)
-    rg.add_argument("--seeds", type=int, default=2, help="graphs per configuration (default 2; AOSP runs 50)")
-    rg.add_argument("--first-seed", type=int, default=0, help="first seed (default 0)")
-    rg.add_argument("--config", action="append", default=[], metavar="PATTERN",
-                    help="configurations (shell patterns, repeatable): single-CONV_2D-*, small-*, "
-                         "large-TENSOR_FLOAT32-rank4 (default: all)")
-    rg.add_argument("--no-minimize", action="store_true", help="do not minimize failing graphs")
+                           "seconds one graph may take before it counts as a hang (default 300)", corpus=False,
+                           plugin_options=wanted("random-graph"))
     for p in (cts, vts):
         p.set_defaults(handler=_suite)
     rg.set_defaults(handler=_random_graph)
@@ -266,8 +376,8 @@ def main(argv=None) -> int:
     """``nncts COMMAND ...``: every command through one dispatch (its parser's ``handler``).
     Only the pytest suites and ``stress`` take arguments of their own (to pytest, to the
     stress runner); anything else unrecognized is a usage error (one line, exit 2)."""
-    parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(set(argv[:1]))
     args, extra = parser.parse_known_args(argv)
     if extra and not (args.command in PYTEST_SUITES or getattr(args, "passes_arguments", False)):
         usage_exit(f"nncts {args.command}", f"unrecognized arguments: {' '.join(extra)}")

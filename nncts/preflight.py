@@ -4,8 +4,10 @@ Every check raises ValueError with a one-line message naming the option and the 
 the command (:mod:`nncts.cli`) prints it as ``nncts <command>: error: <message>`` and exits
 with code 2. :func:`check_suite_arguments` runs them all for ``nncts cts|vts|random-graph``
 (and what ``nncts certify`` runs through them): the driver, the timeouts, the corpus
-directories and files, the pytest options the suites' plugins validate (``--shard``,
-``--mode``, ``--baseline``, ``--profile``), then creates the report directory.
+directories and files (none may be empty), the remote extra of a driver out of process,
+the suite options the plugins validate (``--shard``, ``--mode``, ``--baseline``,
+``--profile``, ``--retries``, ``--wait-limit``), then the report directory (created only
+when the run publishes its reports, :mod:`nncts.rundir`).
 
 What pytest itself rejects later (an unknown option, a value its plugins refuse in
 ``pytest_configure`` or while collecting) leaves ``pytest.main`` as
@@ -14,7 +16,6 @@ too is one line and exit 2 instead of pytest's multi-line ``ERROR: usage: ...`` 
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import importlib
 import sys
@@ -84,46 +85,52 @@ def check_corpus(corpus: list[str]) -> None:
     file or one past a bound of :mod:`runtime.files` (a gzip bomb, nesting too deep:
     :class:`~runtime.testing.test_model.CorpusError`, naming the file, model and field) stops
     the command before pytest starts: under pytest-xdist a worker's collection error would
-    not be one line. About two seconds for a corpus the size of the vendored one; the vendored
-    corpus and the built specs (the default, and ``--specs``) are not checked again here.
+    not be one line; so does a directory without any test model. About two seconds for a
+    corpus the size of the vendored one; the vendored corpus and the built specs (the
+    default, and ``--specs``) are not checked again here.
     Raises ValueError."""
     from runtime.testing.test_model import CorpusError, iter_corpus
     missing = [c for c in corpus if not Path(c).exists()]
     if missing:
         raise ValueError(f"--corpus: no such directory: {', '.join(missing)}")
-    try:
-        for _ in iter_corpus(corpus):
-            pass
-    except CorpusError as e:
-        raise ValueError(f"--corpus: {one_line(e)}") from None
+    for directory in corpus:
+        try:
+            models = sum(1 for _ in iter_corpus([directory]))
+        except CorpusError as e:
+            raise ValueError(f"--corpus: {one_line(e)}") from None
+        if not models:
+            raise ValueError(f"--corpus: no test model in {directory} (no *.json.gz corpus file below it)")
 
 
-def _checked_options() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
-    p.add_argument("--shard")
-    p.add_argument("--mode", action="append", default=[])
-    p.add_argument("--baseline")
-    p.add_argument("--profile")
-    return p
-
-
-def check_pytest_options(extra: list[str]) -> None:
-    """The suite options among the arguments passed on to pytest, checked with the functions
-    their plugins use: ``--shard I/N`` (:func:`harness.sharding.parse_shard`), ``--mode``
-    (:func:`harness.modes.parse_modes`), ``--baseline FILE``
-    (:func:`harness.expectations.load_baseline`), ``--profile`` (:func:`harness.requirements.load_profile`).
-    Raises ValueError."""
-    from harness.modes import parse_modes
+def _option_checks() -> list[tuple[str, str, object]]:
+    """``(dest, option, check)`` of the suite options (argparse dests, as the ``nncts``
+    parsers read them from the plugins' declarations): the function their plugin checks them
+    with (ValueError)."""
     from harness.expectations import load_baseline
+    from harness.modes import parse_modes
     from harness.requirements import load_profile
     from harness.sharding import parse_shard
-    try:
-        ns, _ = _checked_options().parse_known_args(extra)
-    except argparse.ArgumentError as e:
-        raise ValueError(one_line(e)) from None
-    checks = [("--shard", ns.shard, parse_shard), ("--mode", ns.mode or None, parse_modes),
-              ("--baseline", ns.baseline, load_baseline), ("--profile", ns.profile, load_profile)]
-    for option, value, check in checks:
+    return [("shard", "--shard", parse_shard), ("mode", "--mode", parse_modes),
+            ("baseline", "--baseline", load_baseline), ("profile", "--profile", load_profile),
+            ("retries", "--retries", check_count)]
+
+
+def check_count(value: int) -> None:
+    """A count (``--retries N``) must be at least 0. Raises ValueError."""
+    if value < 0:
+        raise ValueError(f"must be at least 0, got {value}")
+
+
+def check_pytest_options(args) -> None:
+    """The suite options the ``nncts`` parser read from the plugins' declarations (in
+    ``args`` only when given), checked with the functions their plugins use: ``--shard I/N``
+    (:func:`harness.sharding.parse_shard`), ``--mode`` (:func:`harness.modes.parse_modes`),
+    ``--baseline FILE`` (:func:`harness.expectations.load_baseline`), ``--profile``
+    (:func:`harness.requirements.load_profile`), ``--retries`` (at least 0), ``--wait-limit``
+    (positive). Raises ValueError."""
+    check_positive("--wait-limit", getattr(args, "wait_limit", None))
+    for dest, option, check in _option_checks():
+        value = getattr(args, dest, None)
         if value is None:
             continue
         try:
@@ -132,22 +139,36 @@ def check_pytest_options(extra: list[str]) -> None:
             raise ValueError(f"{option}: {one_line(e)}") from None
 
 
-def make_report_dir(path: str | Path) -> Path:
-    """Create the report directory (and its parents). Raises ValueError when it cannot be
-    created (a file in the way, no permission)."""
+def check_report_dir(path: str | Path) -> Path:
+    """The report directory must be a directory or creatable: its parent is created (the run
+    writes beside it, :mod:`nncts.rundir`), the directory itself only when the run publishes
+    its reports. Raises ValueError when a file is in the way or the parent cannot be created."""
     path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"--report-dir {path}: cannot create it (a file is in the way)")
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        path.absolute().parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise ValueError(f"--report-dir {path}: cannot create it ({e.strerror or e})") from None
     return path
 
 
-def check_suite_arguments(args, extra: list[str]) -> Path:
-    """Every check of a suite command (``args`` from its parser: ``driver``,
-    ``driver_endpoint`` and its TLS files, ``timeout``, ``driver_timeout``, ``corpus`` when the suite reads
-    one, ``report_dir``; ``extra`` the arguments for pytest), cheapest first, the corpus
-    last; then the report directory is created and returned. A driver endpoint is not
+def check_remote_extra(args) -> None:
+    """A driver out of process (``--driver-process``, ``--driver-endpoint``) needs the
+    ``remote`` extra (grpcio, protobuf). Raises ValueError naming it."""
+    from runtime.remote.client import remote_extra_missing
+    if getattr(args, "driver_process", False) or getattr(args, "driver_endpoint", None):
+        missing = remote_extra_missing()
+        if missing:
+            raise ValueError(f"--driver: {missing}")
+
+
+def check_suite_arguments(args) -> Path:
+    """Every check of a suite command (``args`` from its parser: ``driver``, the remote
+    extra for a driver out of process, ``driver_endpoint`` and its TLS files, ``timeout``,
+    ``driver_timeout``, the suite options of the plugins, ``corpus`` when the suite reads one,
+    ``report_dir``), cheapest first, the corpus last; then the report directory is checked
+    (:func:`check_report_dir`) and returned. A driver endpoint is not
     contacted, and a ``module:factory`` driver is checked once pytest has set up its import
     path (:class:`FactoryDriverCheck`). Raises ValueError."""
     if not getattr(args, "driver_endpoint", None) and not is_factory_spec(args.driver):
@@ -155,12 +176,13 @@ def check_suite_arguments(args, extra: list[str]) -> Path:
             check_driver(args.driver)
         except ValueError as e:
             raise ValueError(f"--driver: {e}") from None
+    check_remote_extra(args)
     check_endpoint_options(args)
     check_positive("--timeout", getattr(args, "timeout", None))
     check_positive("--driver-timeout", getattr(args, "driver_timeout", None))
-    check_pytest_options(extra)
+    check_pytest_options(args)
     check_corpus(getattr(args, "corpus", None) or [])
-    return make_report_dir(args.report_dir)
+    return check_report_dir(args.report_dir)
 
 
 class PytestUsageError(Exception):
@@ -187,7 +209,8 @@ def _one_line_usage_error():
 
 class OneLineUsageErrors:
     """pytest plugin object (``pytest.main(args, plugins=[OneLineUsageErrors()])``): a usage
-    error from parsing pytest's options, from a plugin's ``pytest_configure`` or from
+    error from parsing pytest's options, from a plugin's ``pytest_configure`` (a test path
+    that does not exist, checked here) or from
     collection (a ``pytest_generate_tests`` raising UsageError, a path that does not exist)
     leaves ``pytest.main`` as :class:`PytestUsageError` instead of pytest's own multi-line
     report (exit 4) or a collection error."""
@@ -201,6 +224,15 @@ class OneLineUsageErrors:
     def pytest_cmdline_main(self, config):
         with _one_line_usage_error():
             return (yield)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(self, config):
+        """The test paths on the command line must exist: under pytest-xdist the controller
+        collects nothing, and a worker's "not found" would be no usage error."""
+        for arg in [] if config.option.pyargs else config.args:
+            path = Path(config.invocation_params.dir, arg.split("::", 1)[0])
+            if not path.exists():
+                raise pytest.UsageError(f"file or directory not found: {arg}")
 
     @pytest.hookimpl(wrapper=True)
     def pytest_make_collect_report(self, collector):

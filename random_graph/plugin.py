@@ -11,6 +11,7 @@ import pytest
 
 from harness.driver import driver_identity
 from harness.graph_configs import all_configs, select
+from harness.records import GRAPH
 from harness.suites import suite
 from runtime import ops
 
@@ -70,10 +71,24 @@ def config_operand_types(c) -> list[str]:
     return []
 
 
+def config_under_test(c) -> dict:
+    """``operation_under_test`` and ``operand_type`` of configuration ``c``'s graphs: a
+    single-operation configuration's operation and its signature's input 0 type; a graph of
+    several operations is ``"(graph)"`` (:data:`harness.records.GRAPH`: the minimized
+    reproducer names the culprit, the record cannot) of its one primary type."""
+    types = config_operand_types(c)
+    single = c.operations == 1 and c.only and len(c.only) == 1
+    fields = {"operation_under_test": c.only[0].name if single else GRAPH}
+    if len(types) == 1:
+        fields["operand_type"] = types[0]
+    return fields
+
+
 def pytest_nncts_record_fields(item):
-    """A random-graph item's record: suite, mode (``single`` or ``graph``) and its
-    configuration's operand types; the test adds the operations and feature level of the
-    graph it draws, and its reproducers when it fails."""
+    """A random-graph item's record: suite, mode (``single`` or ``graph``), its
+    configuration's operand types and what it tests (:func:`config_under_test`); the test
+    adds the operations and feature level of the graph it draws, and its reproducers when
+    it fails."""
     spec = getattr(item, "callspec", None)
     case = spec.params.get("random_graph_case") if spec is not None else None
     if case is None:
@@ -83,4 +98,4 @@ def pytest_nncts_record_fields(item):
     types = config_operand_types(config)
     if types:
         fields["operand_types"] = types
-    return fields
+    return {**fields, **config_under_test(config)}

@@ -1,6 +1,10 @@
 """Timing charts of a run as inline SVG (pygal, without its JavaScript: no CDN reference,
 no script in the page): seconds per suite and mode, the slowest tests, and a histogram of
-test durations by decade."""
+test durations by decade.
+
+Colours by meaning: on the page red is a failure and green a pass, so durations (no
+verdict) are drawn in one neutral blue, whatever the outcomes (pygal's default first series
+colour is red)."""
 from __future__ import annotations
 
 import collections
@@ -16,12 +20,14 @@ _STRIP = re.compile(r"<!--.*?-->|<script\b.*?</script>", re.S)
 #: Histogram bins: upper bounds in seconds and their labels.
 BINS = ((1e-3, "< 1 ms"), (1e-2, "1-10 ms"), (1e-1, "10-100 ms"), (1.0, "0.1-1 s"), (10.0, "1-10 s"),
         (math.inf, ">= 10 s"))
+#: The one colour of every timing series: neither the page's failure red nor its pass green.
+NEUTRAL = "#4a78a8"
 
 
 def _config(title: str, height: int) -> dict:
     return dict(title=title, js=[], disable_xml_declaration=True, width=900, height=height,
                 show_legend=False, print_values=True, truncate_label=60, explicit_size=True,
-                style=DefaultStyle(value_font_size=9, label_font_size=9))
+                style=DefaultStyle(colors=(NEUTRAL,), value_font_size=9, label_font_size=9))
 
 
 def _svg(chart) -> str:

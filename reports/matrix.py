@@ -2,17 +2,24 @@
 column per operand type the run's records carry, each cell the state of the tests that use
 that operation with that operand type: ``fail`` / ``pass`` / ``unsupported`` / ``not run``.
 
-A record's operand types (key ``operand_types``) are the types of each operation's input 0,
-the operand that picks the operation's signature (as AOSP's partial sample drivers and the
+A test counts under one cell: its operation under test and that operation's input 0 type
+(the operand that picks the operation's signature, as AOSP's partial sample drivers and the
 random-graph configurations choose by it), so a float ADD with an INT32 activation scalar is
-an ADD x TENSOR_FLOAT32 test only. Records without operand types count under the column
-``(type unknown)``.
+an ADD x TENSOR_FLOAT32 test only, and the ADDs AOSP's ``_all_inputs_as_internal``
+variations add count nowhere, unless they are what failed (:mod:`reports.blame`: such a
+failure counts under the helper). Records written before records named their operation under
+test count as they used to: under each of their operations crossed with each of their
+operand types (key ``operand_types``; ``(type unknown)`` without any). Rows: every NNAPI
+operation, then any other name records use (``(graph)``: random graphs of several
+operations).
 """
 from __future__ import annotations
 
 import collections
 
 from harness.records import names_order
+
+from . import blame
 
 #: Record outcomes by matrix state (a known failure is still a failure of the driver; a
 #: flaky test and an unexpected pass did pass).
@@ -24,7 +31,7 @@ UNSUPPORTED_KINDS = frozenset({"unsupported_by_driver", "not_applicable", "featu
                                "driver_cannot_prepare", "driver_feature"})
 #: Cell states, most telling first: a cell shows the first of its records' states.
 STATES = ("fail", "pass", "unsupported", "not run")
-UNKNOWN_TYPE = "(type unknown)"
+UNKNOWN_TYPE = blame.UNKNOWN_TYPE
 
 
 def record_state(record: dict) -> str:
@@ -45,28 +52,40 @@ def cell_state(counts: collections.Counter) -> str:
 
 def build(records) -> dict:
     """``{"columns": [type names], "rows": [{"operation", "cells": [{"state", "counts",
-    "title"}]}]}`` over every NNAPI operation; ``counts`` maps state -> number of tests."""
+    "title", "helper_failures"}]}]}`` over every NNAPI operation (then any other operation
+    name the records use); ``counts`` maps state -> number of tests, ``helper_failures`` is
+    how many of the cell's failures are of tests where the operation is a helper
+    (:mod:`reports.blame`)."""
     from runtime.types import OperationType
+    records = list(records)
     table: dict[tuple[str, str], collections.Counter] = collections.defaultdict(collections.Counter)
     columns: set[str] = set()
-    for r in records:
-        types = r.get("operand_types") or [UNKNOWN_TYPE]
-        columns.update(types)
+    for r, cells in zip(records, blame.cells(records)):
         state = record_state(r)
-        for op in r.get("operations") or []:
-            for t in types:
-                table[op, t][state] += 1
+        for op, t in cells:
+            columns.add(t)
+            table[op, t][state] += 1
+    helpers = blame.helper_counts(records)
     ordered = sorted(columns, key=names_order)
+    names = [op.name for op in OperationType]
+    names += sorted({op for op, _ in table} - set(names))
     rows = []
-    for op in OperationType:
+    for name in names:
         cells = []
         for t in ordered:
-            counts = table.get((op.name, t), collections.Counter())
+            counts = table.get((name, t), collections.Counter())
             detail = ", ".join(f"{counts[s]} {s}" for s in STATES if counts[s]) or "no test"
-            cells.append({"state": cell_state(counts), "counts": dict(counts),
-                          "title": f"{op.name} x {t}: {detail}"})
-        rows.append({"operation": op.name, "cells": cells})
+            if helpers[name, t]:
+                detail += f" ({helpers[name, t]} of the failures in tests where {name} is a helper operation)"
+            cells.append({"state": cell_state(counts), "counts": dict(counts), "title": f"{name} x {t}: {detail}",
+                          "helper_failures": helpers[name, t]})
+        rows.append({"operation": name, "cells": cells})
     return {"columns": ordered, "rows": rows}
+
+
+def touched(row: dict) -> bool:
+    """Whether a :func:`build` row has any test (in any state)."""
+    return any(cell["counts"] for cell in row["cells"])
 
 
 def cell_states(matrix: dict) -> dict[tuple[str, str], str]:

@@ -58,6 +58,26 @@ the TFLite kernel's mean latency (ai-edge-litert, 1 thread); below :data:`PAR_BA
 driver is *better* (faster), above it *worse*, within it *on par*. A model's status is
 ``failed`` when any stage raised (the page shows what was measured and the error),
 ``inaccurate`` when it ran but accuracy is outside tolerance, ``passed`` otherwise.
+
+Judgements (what the page says and in which colour; ``mlts.json`` carries the same, as each
+model's ``"judgement"``: :func:`judge_model`). Each claim has one function that returns its
+words and its *level*, and the page, its charts and the JSON only ever show those, so a
+colour cannot disagree with the words or the numbers beside it. Levels and their colours
+(:data:`LEVEL_COLOURS`): ``good`` green, ``warn`` amber, ``bad`` red, ``none`` grey.
+
+* latency (:func:`ratio_marker`): faster or on par: good; slower up to :data:`SLOW_RATIO`
+  times the TFLite mean: warn; beyond it: bad; never green when slower;
+* accuracy (:func:`accuracy_judgement`): outputs beyond tolerance or not measured: bad;
+  outputs within tolerance but intermediate layers beyond the per-layer tolerance
+  (accumulated drift), an operator beyond it in isolation, or an output beyond its
+  element-wise tolerance where only the task-level check (top-k, detections) counts: warn,
+  said as such; everything within: good;
+* the divergence locator (:func:`divergence_judgement`): an operator beyond tolerance in
+  isolation: bad; none in isolation but layers beyond (accumulated drift): warn, with the
+  count; every compared layer within: good; no per-layer figures: none;
+* a model's status (:func:`status_level`): passed good, inaccurate and failed bad (either
+  makes ``nncts mlts`` exit 1); a
+  stress outcome (:func:`outcome_level`): SUCCESS good, anything else bad.
 """
 from __future__ import annotations
 
@@ -69,21 +89,31 @@ DRIVER_MODES = ("sync", "async", "burst")
 BASELINES = ("xnnpack", "builtin")
 #: Ratios within 1 +- PAR_BAND are "on par" (timing noise on a shared machine is ~5%).
 PAR_BAND = 0.05
+#: A driver slower than TFLite is amber up to SLOW_RATIO times its mean latency, red beyond.
+SLOW_RATIO = 2.0
+#: The colour of each judgement level (page CSS and chart marks alike).
+LEVEL_COLOURS = {"good": "#007700", "warn": "#b36200", "bad": "#bb0000", "none": "#777777"}
+#: A model status's level: inaccurate is red like failed (either makes ``nncts mlts`` exit 1).
+STATUS_LEVELS = {"passed": "good", "inaccurate": "bad", "failed": "bad"}
 
 
 def ratio_marker(ratio: float | None) -> dict:
     """The better/worse marker for a driver/TFLite latency ratio: ``{"ratio", "verdict",
-    "symbol", "text"}``; verdict ``better`` (ratio < 1 - PAR_BAND: the driver is faster),
-    ``worse`` (> 1 + PAR_BAND), ``par`` in between, ``none`` when either side is missing."""
+    "symbol", "text", "level"}``; verdict ``better`` (ratio < 1 - PAR_BAND: the driver is
+    faster), ``worse`` (> 1 + PAR_BAND), ``par`` in between, ``none`` when either side is
+    missing; level ``good`` (better, par), ``warn`` (worse up to :data:`SLOW_RATIO`), ``bad``
+    (worse beyond it), ``none``."""
     if ratio is None or not math.isfinite(ratio):
-        return {"ratio": None, "verdict": "none", "symbol": "", "text": "n/a"}
+        return {"ratio": None, "verdict": "none", "symbol": "", "text": "n/a", "level": "none"}
     if ratio < 1 - PAR_BAND:
-        verdict, symbol, word = "better", "\u25bc", "faster"
+        verdict, symbol, word, level = "better", "\u25bc", "faster", "good"
     elif ratio > 1 + PAR_BAND:
         verdict, symbol, word = "worse", "\u25b2", "slower"
+        level = "bad" if ratio > SLOW_RATIO else "warn"
     else:
-        verdict, symbol, word = "par", "\u2248", "on par"
-    return {"ratio": ratio, "verdict": verdict, "symbol": symbol, "text": f"{ratio:.2f}\u00d7 {word}"}
+        verdict, symbol, word, level = "par", "\u2248", "on par", "good"
+    return {"ratio": ratio, "verdict": verdict, "symbol": symbol, "text": f"{ratio:.2f}\u00d7 {word}",
+            "level": level}
 
 
 def latency_ratio(model: dict, mode: str, baseline: str) -> float | None:
@@ -117,3 +147,138 @@ def totals(doc: dict) -> dict:
         stress[s["outcome"]] = stress.get(s["outcome"], 0) + 1
     t["stress"] = stress
     return t
+
+
+# ---------------------------------------------------------------- judgements (words + level)
+
+def _g(v) -> str:
+    return "" if v is None else format(v, ".3g")
+
+
+def status_level(status: str) -> str:
+    """The level of a model status (:func:`model_status`): passed good, inaccurate and failed
+    bad (:data:`STATUS_LEVELS`)."""
+    return STATUS_LEVELS.get(status, "none")
+
+
+def outcome_level(outcome: str | None) -> str:
+    """The level of a stress outcome: SUCCESS good, FAILURE / HANG / CRASH bad, none without one."""
+    return "none" if not outcome else ("good" if outcome == "SUCCESS" else "bad")
+
+
+def layer_ratio(layer: dict) -> float | None:
+    """A per-layer figure's worst error as a multiple of its tolerance: ``ratio``, else
+    ``max_error / tolerance`` (inf when the tolerance is 0 and the error is not), None when
+    neither is recorded. > 1 (inf and NaN included) is beyond tolerance."""
+    r = layer.get("ratio")
+    if r is None and layer.get("max_error") is not None and layer.get("tolerance") is not None:
+        e, t = layer["max_error"], layer["tolerance"]
+        r = e / t if t else (0.0 if e == 0 else math.inf)
+    return None if r is None else float(r)
+
+
+def layer_counts(acc: dict | None) -> tuple[int, int, dict | None]:
+    """``(compared, beyond, first beyond)`` of the divergence locator's per-layer figures
+    (``acc["layers"]``): how many compared operator outputs have a ratio
+    (:func:`layer_ratio`), how many of them are beyond the per-layer tolerance (ratio > 1
+    or not finite), and the first such layer dict in execution order (None if none)."""
+    compared, beyond, first = 0, 0, None
+    for la in (acc or {}).get("layers") or []:
+        r = layer_ratio(la)
+        if r is None:
+            continue
+        compared += 1
+        if not r <= 1.0:    # NaN and inf are beyond
+            beyond += 1
+            first = first or la
+    return compared, beyond, first
+
+
+def accuracy_judgement(acc: dict | None) -> dict:
+    """The accuracy claim of a model (``ACCURACY`` or None): ``{"level", "short", "text",
+    "within_tolerance", "layers_compared", "layers_beyond"}``. ``bad`` when not measured or
+    beyond tolerance (``text`` names the failing checks); ``warn`` when the outputs are
+    within tolerance but the numbers beside them are not: layers beyond the per-layer
+    tolerance ("final outputs within tolerance; 25 of 31 compared layers beyond the per-layer
+    tolerance (accumulated drift)"), an operator beyond it in isolation, or an output beyond
+    its element-wise tolerance where only the task-level check counts; ``good`` otherwise."""
+    compared, beyond, _ = layer_counts(acc)
+    out = {"within_tolerance": acc.get("within_tolerance") if acc else None,
+           "layers_compared": compared, "layers_beyond": beyond}
+    if not acc:
+        return {**out, "level": "bad", "short": "not measured", "text": "accuracy not measured"}
+    failing = [f"output {o.get('index')} {o.get('name') or ''}".strip()
+               for o in acc.get("outputs") or [] if o.get("within_tolerance") is False]
+    tasks = [label for key, label in (("top_k", "top-k agreement"), ("detection", "detections"))
+             if (acc.get(key) or {}).get("within_tolerance") is not None]
+    if not acc.get("within_tolerance"):
+        failing += [label for key, label in (("top_k", "top-k agreement"), ("detection", "detections"))
+                    if (acc.get(key) or {}).get("within_tolerance") is False]
+        return {**out, "level": "bad", "short": "\u2717 beyond",
+                "text": "beyond tolerance" + (": " + ", ".join(failing) if failing else "")}
+    caveats, shorts = [], []
+    div = acc.get("divergence") or {}
+    if div.get("found"):
+        op = f"operator {div.get('operator')} {div.get('builtin') or ''}".strip()
+        caveats.append(f"TFLite {op} beyond the per-layer tolerance in isolation")
+        shorts.append(f"op {div.get('operator')} beyond in isolation")
+    elif beyond:
+        caveats.append(f"{beyond} of {compared} compared layers beyond the per-layer tolerance (accumulated drift)")
+        shorts.append(f"{beyond} of {compared} layers beyond")
+    if failing:
+        caveats.append(f"{', '.join(failing)} beyond the element-wise tolerance"
+                       + (f" (judged by {' and '.join(tasks)})" if tasks else ""))
+        shorts.append("outputs beyond element-wise")
+    if caveats:
+        head = "task-level checks within tolerance" if failing else "final outputs within tolerance"
+        return {**out, "level": "warn", "short": "\u2713 within; " + ", ".join(shorts),
+                "text": head + "; " + "; ".join(caveats)}
+    return {**out, "level": "good", "short": "\u2713 within",
+            "text": "within tolerance" + (f"; all {compared} compared layers within the per-layer tolerance"
+                                          if compared else "")}
+
+
+def divergence_judgement(acc: dict | None) -> dict | None:
+    """The divergence locator's claim (None when it did not run): ``{"level", "short",
+    "text"}``. ``bad``: an operator beyond tolerance in isolation ("first departure beyond
+    tolerance at TFLite operator 7 CONV_2D ..."); ``warn``: none in isolation, but layers
+    beyond the per-layer tolerance (accumulated drift, with the count and the first such
+    operator); ``good``: every compared layer within tolerance; ``none``: no per-layer
+    figures recorded."""
+    div = (acc or {}).get("divergence")
+    if not div:
+        return None
+    compared, beyond, first = layer_counts(acc)
+    if div.get("found"):
+        text = (f"first departure beyond tolerance at TFLite operator {div.get('operator')} {div.get('builtin') or ''}"
+                .rstrip() + (f" (NNAPI {div['nnapi']})" if div.get("nnapi") else "")
+                + (f", tensor {div['tensor']}" if div.get("tensor") else "")
+                + f": max error {_g(div.get('max_error'))}"
+                + (f" > {_g(div['tolerance'])}" if div.get("tolerance") is not None else ""))
+        return {"level": "bad", "short": f"op {div.get('operator')} {div.get('builtin') or ''}".strip(), "text": text}
+    if beyond:
+        isolated = div.get("isolated")
+        none_isolated = (f"none of the {len(isolated)} operators re-run in isolation is beyond tolerance"
+                         if isolated is not None else "no operator found beyond tolerance in isolation")
+        return {"level": "warn", "short": f"none in isolation; drift in {beyond} of {compared} layers",
+                "text": f"{none_isolated}; accumulated drift: {beyond} of {compared} compared layers beyond the "
+                        f"per-layer tolerance, the first at TFLite operator {first.get('operator')} "
+                        f"{first.get('builtin') or ''}".rstrip()}
+    if compared:
+        return {"level": "good", "short": "none", "text": f"every compared layer within tolerance ({compared} compared)"}
+    return {"level": "none", "short": "none",
+            "text": "no operator found beyond tolerance (per-layer figures not recorded)"}
+
+
+def judge_model(model: dict) -> dict:
+    """Every judgement of one model, as the page shows it and ``mlts.json`` records it:
+    ``{"status", "status_level", "accuracy": accuracy_judgement, "divergence":
+    divergence_judgement or None, "latency": {mode: {baseline: ratio_marker}}}`` (``latency``
+    has the driver modes measured, in :data:`DRIVER_MODES` order)."""
+    status = model_status(model)
+    acc = model.get("accuracy")
+    modes = (model.get("latency") or {}).get("driver") or {}
+    return {"status": status, "status_level": status_level(status), "accuracy": accuracy_judgement(acc),
+            "divergence": divergence_judgement(acc),
+            "latency": {mode: {b: ratio_marker(latency_ratio(model, mode, b)) for b in BASELINES}
+                        for mode in DRIVER_MODES if modes.get(mode)}}

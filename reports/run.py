@@ -20,7 +20,8 @@ import jinja2
 
 from harness.records import EXPECTATION_OUTCOMES, per_mode, per_operation, per_source, read_json, read_records, totals
 
-from . import charts, junit, matrix
+from . import charts, junit, matrix, verdict
+from .clusters import cluster_failures
 from .mlts import model_status
 from .replay import replay_command
 
@@ -132,8 +133,18 @@ def _mlts_rows(dirs: list[SuiteDir]) -> list[dict]:
     return rows
 
 
+def _with_replay(dirs: list[SuiteDir]) -> list[dict]:
+    """Every record of the run, the failing ones (:data:`FAILING`) with their replay command
+    (``replay``, under their directory's meta)."""
+    return [dict(r, replay=replay_command(r, d.meta)) if r["outcome"] in FAILING else r
+            for d in dirs for r in d.records]
+
+
 def build(dirs: list[SuiteDir], title: str, meta: dict | None = None) -> dict:
-    """The report document (what ``report.json`` holds; the page adds the charts)."""
+    """The report document (what ``report.json`` holds; the page adds the charts): besides
+    the totals and tables, ``clusters`` (:func:`reports.clusters.cluster_failures`: failures
+    grouped by operation under test, operand type, mode and masked message, most first) and
+    ``matrix_untouched`` (the matrix rows without any test, which the page folds)."""
     records = all_records(dirs)
     m = matrix.build(records)
     return {"title": title, "generated": datetime.datetime.now().isoformat(timespec="seconds"),
@@ -143,6 +154,9 @@ def build(dirs: list[SuiteDir], title: str, meta: dict | None = None) -> dict:
             "per_source": {s: dict(c) for s, c in per_source(records).items()},
             "per_operation": {op: dict(c) for op, c in per_operation(records).items()},
             "matrix": m, "matrix_totals": matrix.state_totals(m),
+            "matrix_untouched": [row["operation"] for row in m["rows"] if not matrix.touched(row)],
+            "clusters": cluster_failures(_with_replay(dirs)),
+            "verdict": verdict.for_run(dirs),
             "failures": _listed(dirs, FAILING), "known_failures": _listed(dirs, ("known_failure",)),
             "flaky": _listed(dirs, ("flaky",)), "mlts": _mlts_rows(dirs),
             "skips": [{"suite": r["suite"], "id": r["id"], "skip_kind": r.get("skip_kind", ""),

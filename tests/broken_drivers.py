@@ -362,3 +362,120 @@ class ReplaysFirstResults(SampleDevice):
         pool, loc = request.pools[arg.location.pool_index], arg.location
         end = loc.offset + loc.length if loc.length else pool.size
         return pool.buffer[loc.offset:end]
+
+
+# --- drivers that fail, or succeed, in the wrong way (tests/test_expect_failure.py) --------------
+
+class DeclinesEverything(SampleDevice):
+    """Supports no operation of any model, valid or not (no validation): every test is
+    not applicable; none of the models that must fail may pass."""
+
+    name = "nncts-declines-everything"
+
+    def get_supported_operations(self, model):
+        return [False] * len(model.main.operations)
+
+
+class RaisesInPrepare(SampleDevice):
+    """Claims every operation of any model without validating it, then crashes in
+    ``prepare_model`` (ZeroDivisionError): a crash is no rejection (the runtime reports it as
+    OP_FAILED), so no model that must fail passes."""
+
+    name = "nncts-raises-in-prepare"
+
+    def get_supported_operations(self, model):
+        return [True] * len(model.main.operations)
+
+    def prepare_model(self, *args, **kwargs):
+        return 1 // 0
+
+
+class _Unvalidated(SampleDevice):
+    """Supports and prepares any model without validating it; executions by
+    :meth:`prepared`'s execute_synchronously (every other path runs on top of it)."""
+
+    def get_supported_operations(self, model):
+        return [True] * len(model.main.operations)
+
+    def prepare_model(self, model, *args, **kwargs):
+        from runtime.hal.interfaces import IPreparedModel
+        execute = self.prepared_execute
+
+        class Prepared(IPreparedModel):
+            def execute_synchronously(self, request, measure=None, deadline_ns=None, loop_timeout_duration_ns=None):
+                return execute(model, request)
+        return Prepared()
+
+    def prepared_execute(self, model, request):
+        raise NotImplementedError
+
+
+class FailsEveryExecution(_Unvalidated):
+    """Every execution (sync, async, fenced, burst, reusable) ends with GENERAL_FAILURE: not
+    the INVALID_ARGUMENT at preparation an invalid model needs, nor the
+    MISSED_DEADLINE_TRANSIENT an endless loop needs."""
+
+    name = "nncts-fails-every-execution"
+
+    def prepared_execute(self, model, request):
+        from runtime.errors import HalError
+        from runtime.types import ErrorStatus
+        raise HalError(ErrorStatus.GENERAL_FAILURE, "this driver fails every execution")
+
+
+class SucceedsWithoutComputing(_Unvalidated):
+    """Every execution succeeds at once, writing nothing and reporting each output's declared
+    dimensions: a model that must fail sees every step succeed."""
+
+    name = "nncts-succeeds-without-computing"
+
+    def prepared_execute(self, model, request):
+        from runtime.hal.types import OutputShape, Timing
+        dims = [list(model.main.operands[i].dimensions) for i in model.main.output_indexes]
+        return [OutputShape(d, True) for d in dims], Timing()
+
+
+class _PreparedOverride(SampleDevice):
+    """Sample driver whose prepared models are of :meth:`prepared_class` (a subclass of the
+    sample's, overriding some HAL calls)."""
+
+    def prepared_class(self, base):
+        raise NotImplementedError
+
+    def prepare_model(self, *args, **kwargs):
+        inner = super().prepare_model(*args, **kwargs)
+        cls = self.prepared_class(type(inner))
+        prepared = cls.__new__(cls)
+        prepared.__dict__.update(inner.__dict__)
+        return prepared
+
+
+class OffersNoBursts(_PreparedOverride):
+    """``configure_execution_burst`` raises GENERAL_FAILURE: the HAL makes bursts mandatory."""
+
+    def prepared_class(self, base):
+        from runtime.errors import HalError
+        from runtime.types import ErrorStatus
+
+        class Prepared(base):
+            def configure_execution_burst(self):
+                raise HalError(ErrorStatus.GENERAL_FAILURE, "this driver offers no bursts")
+        return Prepared
+
+
+class ReleaseFails(_PreparedOverride):
+    """Bursts whose ``release_memory_resource`` raises GENERAL_FAILURE for every token."""
+
+    def prepared_class(self, base):
+        from runtime.errors import HalError
+        from runtime.hal.interfaces import IBurst
+        from runtime.types import ErrorStatus
+
+        class Burst(IBurst):
+            def release_memory_resource(self, token):
+                raise HalError(ErrorStatus.GENERAL_FAILURE, f"cannot release token {token}")
+
+        class Prepared(base):
+            def configure_execution_burst(self):
+                return Burst(self)
+        return Prepared

@@ -1,12 +1,14 @@
-"""``nncts certify`` and ``nncts verify``: a quick certification of the sample driver makes a
-bundle that verifies (also with ``sha256sum -c``); one flipped byte, a deleted file, an added
+"""``nncts certify`` and ``nncts verify``: a quick certification of the sample driver (every
+suite passes; a quick run is labelled, never certified) makes a bundle that verifies
+(also with ``sha256sum -c``); one flipped byte, a deleted file, an added
 file, a rewritten archive member are each named; the bundle is signed (``--sign-key``) and a
 forgery whose manifest was regenerated does not match the signature; a driver with a planted
 fault is not certified; misuse is one line and exit 2.
 
-One quick certification (about 20 s) is shared by the tests of this module, also across
-pytest-xdist workers (made once under a file lock in the session's shared temp directory);
-tests change copies of it only.
+Two quick certifications (the sample driver's, and OffByTwoQuantaAdd's without the MLTS;
+about 30 s each) are shared by the tests of this module and of tests/test_certify_verdict.py,
+also across pytest-xdist workers (each made once under a file lock in the session's shared
+temp directory); tests change copies of them only.
 """
 from __future__ import annotations
 
@@ -34,21 +36,39 @@ def _certify(out: Path, *options: str) -> subprocess.CompletedProcess:
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
+def _shared_certify(tmp_path_factory, worker_id, name: str, options) -> tuple[Path, subprocess.CompletedProcess]:
+    """(bundle, completed process) of ``nncts certify --quick --out <bundle> *options(keys)``
+    made once per test session under the name ``name`` (a file lock in the session's shared
+    temp directory; ``options`` takes the directory for its keys)."""
+    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
+    out, log = shared / f"certify-{name}", shared / f"certify-{name}.json"
+    with open(shared / f"certify-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not log.exists():
+            proc = _certify(out, *options(shared / f"certify-{name}-keys"))
+            log.write_text(json.dumps([proc.returncode, proc.stdout, proc.stderr]))
+    code, stdout, stderr = json.loads(log.read_text())
+    return out, subprocess.CompletedProcess([], code, stdout, stderr)
+
+
 @pytest.fixture(scope="module")
 def certified(tmp_path_factory, worker_id):
     """(bundle directory, certify's completed process, public key path) of ``nncts certify
     --driver sample --quick --archive --sign-key KEY`` (KEY from ``nncts keygen``), made once
     per test session."""
-    shared = tmp_path_factory.getbasetemp() if worker_id == "master" else tmp_path_factory.getbasetemp().parent
-    out, log, keys = shared / "certify-sample", shared / "certify-sample.json", shared / "certify-keys"
-    with open(shared / "certify-sample.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not log.exists():
-            private, _, _ = signing.keygen(keys)
-            proc = _certify(out, "--driver", "sample", "--archive", "--sign-key", str(private))
-            log.write_text(json.dumps([proc.returncode, proc.stdout, proc.stderr]))
-    code, stdout, stderr = json.loads(log.read_text())
-    return out, subprocess.CompletedProcess([], code, stdout, stderr), keys / signing.PUBLIC_KEY
+    def options(keys: Path) -> list[str]:
+        return ["--driver", "sample", "--archive", "--sign-key", str(signing.keygen(keys)[0])]
+    out, proc = _shared_certify(tmp_path_factory, worker_id, "sample", options)
+    return out, proc, out.with_name("certify-sample-keys") / signing.PUBLIC_KEY
+
+
+@pytest.fixture(scope="module")
+def broken(tmp_path_factory, worker_id):
+    """(bundle directory, certify's completed process) of ``nncts certify --quick --driver
+    tests.broken_drivers:OffByTwoQuantaAdd --skip mlts`` (quantized ADD two quanta high),
+    made once per test session."""
+    return _shared_certify(tmp_path_factory, worker_id, "broken",
+                           lambda keys: ["--driver", "tests.broken_drivers:OffByTwoQuantaAdd", "--skip", "mlts"])
 
 
 def _verify(path, capsys, *options) -> tuple[int, str, str]:
@@ -63,18 +83,21 @@ def _copy(bundle: Path, tmp_path: Path) -> Path:
 
 def test_quick_certification_of_the_sample_driver(certified, capsys):
     bundle, proc, public = certified
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == 0, proc.stdout + proc.stderr   # a quick run that passed
     for suite in ("cts", "vts", "random-graph", "fuzz", "mlts"):
         assert f"certify: {suite}: passed in " in proc.stdout   # one progress line per suite
-    assert "certify: verdict: CERTIFIED" in proc.stdout
+    assert "certify: verdict: NOT CERTIFIED (QUICK RUN)" in proc.stdout
     verdict = json.loads((bundle / "verdict.json").read_text())
-    assert verdict["certified"] is True and verdict["failures"] == []
+    assert (verdict["certified"], verdict["passed"], verdict["scope"]) == (False, True, "quick")
+    assert verdict["failures"] == [] and verdict["verdict"] == "not certified (quick run)"
+    assert verdict["reasons"] == verdict["scope_reasons"] and verdict["reasons"][0].startswith("quick run: ")
     assert [s["suite"] for s in verdict["suites"]] == ["cts", "vts", "random-graph", "fuzz", "mlts"]
     for suite in ("cts", "vts", "random-graph"):
         assert (bundle / "results" / suite / "outcomes.jsonl").stat().st_size > 0
         assert (bundle / "results" / suite / "junit.xml").is_file()
     assert (bundle / "results" / "mlts" / "mlts.json").is_file()
     assert (bundle / "results" / "fuzz" / "findings").is_dir()
+    assert (bundle / "results" / "fuzz" / "index.html").is_file()
     driver = json.loads((bundle / "driver.json").read_text())
     assert (driver["name"], driver["feature_level"], driver["cache_files"]) == ("nncts-sample", 7, [1, 1])
     env = json.loads((bundle / "environment.json").read_text())
@@ -86,7 +109,8 @@ def test_quick_certification_of_the_sample_driver(certified, capsys):
     assert f"(signed by {fingerprint}; check it with: " in proc.stdout
     assert (bundle / "SIGNER").read_text() == fingerprint + "\n"
     code, out, _ = _verify(bundle, capsys)     # every file but the manifest and its signature listed
-    assert code == 0 and out == (f"bundle OK: {len(files) - 2} files, verdict certified\n"
+    assert code == 0 and out == (f"bundle OK: {len(files) - 2} files, verdict not certified (quick run)\n"
+                                 f"  {verdict['reasons'][0]}\n"
                                  f"signature: signed by {fingerprint} (not checked: pass --public-key)\n")
     if shutil.which("sha256sum"):   # the manifest is sha256sum's format
         check = subprocess.run(["sha256sum", "--check", "--strict", "--quiet", "MANIFEST.sha256"], cwd=bundle,
@@ -146,13 +170,14 @@ def test_the_archive_verifies_and_a_rewritten_member_is_named(certified, tmp_pat
     bundle = certified[0]
     archive = bundle.with_name(bundle.name + ".tar.gz")
     code, out, _ = _verify(archive, capsys)
-    assert code == 0 and out.startswith("bundle OK: ") and out.splitlines()[0].endswith("verdict certified")
+    assert code == 0 and out.startswith("bundle OK: ")
+    assert out.splitlines()[0].endswith("verdict not certified (quick run)")
     forged = tmp_path / "forged.tar.gz"
     with tarfile.open(archive) as src, tarfile.open(forged, "w:gz") as dst:
         for member in src:
             data = src.extractfile(member).read() if member.isfile() else None
             if member.name.endswith("/verdict.json"):
-                data = data.replace(b'"certified": true', b'"certified": false')
+                data = data.replace(b'"passed": true', b'"passed": false')
                 member.size = len(data)
             dst.addfile(member, io.BytesIO(data) if data is not None else None)
     code, out, _ = _verify(forged, capsys)
@@ -193,9 +218,8 @@ def test_certify_refuses_a_nonempty_out(tmp_path, capsys):
     assert e.value.code == 2 and "is not an empty directory" in capsys.readouterr().err
 
 
-def test_a_planted_fault_is_not_certified(tmp_path, capsys):
-    out = tmp_path / "broken"
-    proc = _certify(out, "--driver", "tests.broken_drivers:OffByTwoQuantaAdd", "--skip", "fuzz", "--skip", "mlts")
+def test_a_planted_fault_is_not_certified(broken, capsys):
+    out, proc = broken
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "certify: verdict: NOT CERTIFIED" in proc.stdout and "certify: cts: failed in " in proc.stdout
     verdict = json.loads((out / "verdict.json").read_text())
@@ -207,5 +231,7 @@ def test_a_planted_fault_is_not_certified(tmp_path, capsys):
     assert not [i for _, i in failing if "conv_float" in i or ("conv_quant8" in i and "as_internal" not in i)]
     code, stdout, _ = _verify(out, capsys)
     lines = stdout.splitlines()
-    assert code == 0 and lines[0].endswith("verdict not certified") and lines[1].startswith("  cts: failed: ")
+    assert code == 0 and lines[0].endswith("verdict not certified (quick run)") and lines[1].startswith("  quick run: ")
+    assert "  partial run: mlts left out with --skip" in lines
+    assert any(line.startswith("  cts: failed: ") for line in lines)
     assert lines[-1] == "signature: none (the bundle is unsigned)"

@@ -54,7 +54,13 @@ def _setup(tmp_path) -> dict:
     (tmp_path / "baseline.toml").write_text('[[known_failure]]\nid = "x"\nreason = "r"\nlink = "l"\nbogus = 1\n')
     return {"BADFIELD": _bad_corpus(tmp_path, "field"), "NOTGZIP": _bad_corpus(tmp_path, "gzip"),
             "UNDERFILE": str(tmp_path / "a-file" / "report"), "BASELINE": str(tmp_path / "baseline.toml"),
-            "MISSING": str(tmp_path / "missing")}
+            "MISSING": str(tmp_path / "missing"), "EMPTY": _empty_corpus(tmp_path)}
+
+
+def _empty_corpus(tmp_path) -> str:
+    d = tmp_path / "empty-corpus" / "V1_0"
+    d.mkdir(parents=True)
+    return str(d.parent)
 
 
 #: (command line, text the one stderr line must contain). Placeholders are filled by _setup.
@@ -86,7 +92,12 @@ USAGE_ERRORS = [
     ("cts --retries -1", "--retries: must be at least 0"),
     ("vts --vts-kind bogus", "--vts-kind: unknown kind(s) bogus"),
     ("cts MISSING", "file or directory not found"),
-    ("random-graph --seeds 0", "--seeds must be at least 1"),
+    ("random-graph --seeds 0", "--seeds: must be at least 1"),
+    ("cts --wait-limit -1", "--wait-limit: must be a positive number of seconds, got -1"),
+    ("vts --wait-limit 0", "--wait-limit: must be a positive number of seconds, got 0"),
+    ("cts --wait-limit x", "argument --wait-limit: invalid float value: 'x'"),
+    ("cts --driver os:path", "--driver os:path: "),
+    ("cts --corpus EMPTY", "--corpus: no test model in"),
     ("bogus", "invalid choice: 'bogus'"),
     ("drivers --x", "nncts drivers: error: unrecognized arguments: --x"),
 ]
@@ -108,6 +119,7 @@ def test_bad_argument_is_one_line_and_exit_2_before_any_test(tmp_path, line, exp
     assert lines[0].startswith("nncts"), lines[0]
     assert "Traceback" not in proc.stdout + proc.stderr
     assert not (report / "outcomes.jsonl").exists(), "a test ran"
+    assert not report.exists() and not list(tmp_path.glob("report.partial-*")), "the report directory was touched"
     assert took < 60
 
 

@@ -233,7 +233,9 @@ def test_lax_quantization_checks_are_caught_and_replay_in_the_cts(tmp_path, seed
     code, records, out = run_cts(tmp_path, "--corpus", str(findings))
     assert code == 0, out[-3000:]
     assert len(records) >= len(files)
-    assert all(r["outcome"] == "passed" for r in records.values()), out[-3000:]
+    # invalid models: the sample driver rejects them, or the front end does before the driver
+    # sees them (runtime_rejected: not run, never failed)
+    assert all(r["outcome"] == "passed" or r["skip_kind"] == "runtime_rejected" for r in records.values()), out[-3000:]
     replay = subprocess.run([sys.executable, "-m", "fuzz", "--driver", "tests.broken_drivers:LaxScaleDriver",
                              "--replay", str(findings)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert replay.returncode == 1 and "still open" in replay.stdout

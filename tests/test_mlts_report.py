@@ -112,7 +112,10 @@ def test_csv_and_json_beside_the_page(tmp_path):
     stress_only = {**doc, "models": []}
     assert [p.name for p in report.write_report(stress_only, tmp_path / "s", "stress")] == [
         "stress.html", "stress.json", "stress.csv"]
-    assert json.loads((tmp_path / "mlts.json").read_text()) == doc
+    saved = json.loads((tmp_path / "mlts.json").read_text())
+    # the run document verbatim, each model with the judgements the page shows
+    assert [m.pop("judgement") for m in saved["models"]] == [report.judge_model(m) for m in doc["models"]]
+    assert saved == doc
     rows = list(csv.DictReader(open(tmp_path / "mlts.csv")))
     assert [r["model"] for r in rows] == ["mobilenet_v1_1.0_224", "face_detection_full_range_sparse", "broken_model"]
     assert float(rows[0]["ratio_sync_vs_xnnpack"]) == pytest.approx(4.0)
@@ -170,14 +173,15 @@ def test_rendered_page_shows_charts_tables_markers_stress_and_environment(tmp_pa
     assert [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<tr><td>(.*?)</td>", lat)] == [
         "driver sync", "driver async", "driver burst", "TFLite xnnpack", "TFLite builtin"]
     assert re.search(r"<td>driver burst</td><td class=\"num\">40</td><td class=\"num\">39</td>", lat)
-    assert '<span class="worse"' in lat and '<span class="better"' in lat
+    assert '<span class="marker bad"' in lat and '<span class="marker good"' in lat   # 4x slower: red
     assert "0.25 s without cache, 0.0125 s from cache" in section
     # accuracy
     assert _row(dom, "accuracy-summary", "mobilenet_v1_1.0_224") == [
         "classifier", "1.5e-13", "2.5e-06", "100.0% (top-5)", "", "\u2713 within", "none"]
     assert _row(dom, "accuracy-summary", "face_detection_full_range_sparse") == [
         "face_detection", "0.0625", "0.75", "", "0.875", "\u2717 beyond", "op 7 CONV_2D"]
-    assert "first departure beyond tolerance at TFLite operator 7 <b>CONV_2D</b>" in dom
+    assert ("first departure beyond tolerance at TFLite operator 7 CONV_2D (NNAPI CONV_2D), tensor conv2d_3: "
+            "max error 0.375 &gt; 0.005") in dom
     assert "IoU 0.875; driver 1, TFLite 1, matched 1 (100%)" in dom
     assert "Against ai-edge-litert 2.3.0 builtin kernels, same inputs." in dom
     assert "<b>DENSIFY</b> ×1 (op 3): no NNAPI mapping" in dom
@@ -190,7 +194,7 @@ def test_rendered_page_shows_charts_tables_markers_stress_and_environment(tmp_pa
     assert "threads=8, duration=2.0" in dom and "Fatal Python error: Aborted" in dom
     assert _row(dom, "stress-matrix", "parallel-inference") == ["SUCCESS", "CRASH", "HANG"]
     assert _row(dom, "stress-matrix", "client-early-termination") == ["FAILURE", "", ""]
-    assert '<td class="CRASH">CRASH</td>' in dom and '<td class="HANG">HANG</td>' in dom
+    assert '<td class="bad">CRASH</td>' in dom and '<td class="bad">HANG</td>' in dom
     assert _row(dom, "environment-table", "ai_edge_litert") == ["2.3.0"]
     assert _row(dom, "environment-table", "driver spec") == ["sample"]
     screenshot(tmp_path, page)

@@ -155,17 +155,20 @@ def _sync_result(label, measure, call: Call) -> Run:
     return Run(label, ErrorStatus.NONE, measure, list(shapes or []), timing or Timing())
 
 
-def execute_sync(prepared, request, measure=MeasureTiming.NO, deadline_ns=None, label="sync") -> Run:
+def execute_sync(prepared, request, measure=MeasureTiming.NO, deadline_ns=None, label="sync",
+                 loop_timeout_ns=None) -> Run:
+    """``execute_synchronously`` (``loop_timeout_ns`` None: the driver's default)."""
     return _sync_result(label, measure, hal_call(label, prepared.execute_synchronously, request, measure,
-                                                 deadline_ns, None))
+                                                 deadline_ns, loop_timeout_ns))
 
 
 def execute_async(prepared, request, measure=MeasureTiming.NO, deadline_ns=None,
-                  wait_limit_s=WAIT_LIMIT_S, label="async") -> Run:
+                  wait_limit_s=WAIT_LIMIT_S, label="async", loop_timeout_ns=None) -> Run:
     """``execute_asynchronously`` with an ExecutionCallback waited on for ``wait_limit_s``;
     VtsFailure when it is never notified."""
     callback = ExecutionCallback()
-    call = hal_call(label, prepared.execute_asynchronously, request, measure, deadline_ns, None, callback)
+    call = hal_call(label, prepared.execute_asynchronously, request, measure, deadline_ns, loop_timeout_ns,
+                    callback)
     if not call.ok:
         return Run(label, call.status, measure, message=call.message)
     if not callback.wait(wait_limit_s):
@@ -176,12 +179,12 @@ def execute_async(prepared, request, measure=MeasureTiming.NO, deadline_ns=None,
 
 
 def execute_fenced(prepared, request, wait_for=(), measure=MeasureTiming.NO, deadline_ns=None,
-                   wait_limit_s=WAIT_LIMIT_S, duration_ns=None, label="fenced") -> Run:
+                   wait_limit_s=WAIT_LIMIT_S, duration_ns=None, label="fenced", loop_timeout_ns=None) -> Run:
     """``execute_fenced``; waits for the returned fence (VtsFailure when it is not signaled
     within ``wait_limit_s``), then reads the callback's execution info. An error is the
     call's HalError, the fence's status or the callback's status."""
-    call = hal_call(label, prepared.execute_fenced, request, list(wait_for), measure, deadline_ns, None,
-                    duration_ns)
+    call = hal_call(label, prepared.execute_fenced, request, list(wait_for), measure, deadline_ns,
+                    loop_timeout_ns, duration_ns)
     if not call.ok:
         return Run(label, call.status, measure, message=call.message)
     value = call.value
@@ -202,9 +205,11 @@ def execute_fenced(prepared, request, wait_for=(), measure=MeasureTiming.NO, dea
                timing_fenced=fenced or Timing())
 
 
-def execute_burst(burst, request, tokens, measure=MeasureTiming.NO, deadline_ns=None, label="burst") -> Run:
+def execute_burst(burst, request, tokens, measure=MeasureTiming.NO, deadline_ns=None, label="burst",
+                  loop_timeout_ns=None) -> Run:
+    """``IBurst.execute_synchronously`` with one memory identifier token per pool."""
     return _sync_result(label, measure, hal_call(label, burst.execute_synchronously, request, list(tokens),
-                                                 measure, deadline_ns, None))
+                                                 measure, deadline_ns, loop_timeout_ns))
 
 
 def execute_reusable(execution, measure, deadline_ns=None, label="reusable") -> Run:
@@ -212,24 +217,27 @@ def execute_reusable(execution, measure, deadline_ns=None, label="reusable") -> 
 
 
 def execute(path: str, prepared, request, measure=MeasureTiming.NO, deadline_ns=None,
-            wait_limit_s=WAIT_LIMIT_S) -> Run:
+            wait_limit_s=WAIT_LIMIT_S, loop_timeout_ns=None) -> Run:
     """One execution of ``request`` on ``path`` (a burst uses tokens -1, as AOSP's
     ``MemoryDomainTests`` and ``QualityOfServiceTests`` do; a reusable execution is created
-    and computed once)."""
+    and computed once), each WHILE bounded by ``loop_timeout_ns`` (None: the driver's
+    default)."""
     if path == "sync":
-        return execute_sync(prepared, request, measure, deadline_ns)
+        return execute_sync(prepared, request, measure, deadline_ns, loop_timeout_ns=loop_timeout_ns)
     if path == "async":
-        return execute_async(prepared, request, measure, deadline_ns, wait_limit_s)
+        return execute_async(prepared, request, measure, deadline_ns, wait_limit_s, loop_timeout_ns=loop_timeout_ns)
     if path == "fenced":
-        return execute_fenced(prepared, request, (), measure, deadline_ns, wait_limit_s)
+        return execute_fenced(prepared, request, (), measure, deadline_ns, wait_limit_s,
+                              loop_timeout_ns=loop_timeout_ns)
     if path == "burst":
         burst = hal_call("configure_execution_burst", prepared.configure_execution_burst)
         if not burst.ok:
             return Run("burst", burst.status, measure, message=burst.message)
-        return execute_burst(burst.value, request, [-1] * len(request.pools), measure, deadline_ns)
+        return execute_burst(burst.value, request, [-1] * len(request.pools), measure, deadline_ns,
+                             loop_timeout_ns=loop_timeout_ns)
     if path == "reusable":
         created = hal_call("create_reusable_execution", prepared.create_reusable_execution, request,
-                           measure, None)
+                           measure, loop_timeout_ns)
         if not created.ok:
             return Run("reusable", created.status, measure, message=created.message)
         return execute_reusable(created.value, measure, deadline_ns)

@@ -33,7 +33,7 @@ import pytest
 from harness.driver import driver_hal, driver_spec
 from harness.locations import DEFAULT_ROOTS
 from harness.plugin import add_record_fields, corpus_models, corpus_roots, model_marks
-from harness.records import model_operand_types
+from harness.records import model_operand_types, under_test_fields
 from harness.suites import suite
 from runtime.testing.hal_convert import to_hal_model, to_hal_request
 from vts.hal_harness import PATHS
@@ -165,7 +165,7 @@ def pytest_generate_tests(metafunc):
 
 def _model_fields(tm, mode: str) -> dict:
     return {"suite": SUITE, "operations": [t.name for t in tm.operation_types], "feature_level": tm.feature_level,
-            "mode": mode, "operand_types": model_operand_types(tm)}
+            "mode": mode, "operand_types": model_operand_types(tm), **under_test_fields(tm)}
 
 
 def pytest_nncts_record_fields(item):

@@ -1,8 +1,10 @@
 """VTS generated tests: every corpus test model, straight on the driver's HAL (no front end),
 through every execution path (AOSP VtsHalNeuralnetworks ``GeneratedTest`` /
 ``GeneratedTestHarness``: ``createModel`` -> ``getSupportedOperations`` -> ``prepareModel``
--> ``EvaluatePreparedModel``, plus ``ValidationTest``'s ``validateFailure`` for models that
-must fail).
+-> ``EvaluatePreparedModel``; models that must fail are judged by stage and status,
+:mod:`runtime.testing.expected_failure`: an invalid model INVALID_ARGUMENT from
+``get_supported_operations`` or ``prepare_model``, an endless loop MISSED_DEADLINE_* from the
+execution on the item's path with a 1 ms loop timeout, AOSP ``InfiniteLoopTimeoutTest``).
 
 One item per (model, path), id ``<version>/<spec>/<name>@<path>``, paths
 :data:`vts.hal_harness.PATHS`: ``sync``, ``async``, ``fenced``, ``burst``, ``reusable`` (what
@@ -20,8 +22,9 @@ from harness.changed_inputs import changed_inputs
 from harness.plugin import add_record_fields, corpus_models, model_marks
 from runtime.testing.hal_convert import to_hal_model, to_hal_request
 from runtime.testing.support import not_implemented_reason
-from runtime.types import ErrorStatus
-from vts.hal_harness import (PATHS, VtsFailure, check_run, path_runs, prepare, supported_operations)
+from runtime.testing.expected_failure import EXECUTION, PREPARE, SUPPORT, expected_failure
+from runtime.types import ErrorStatus, MeasureTiming
+from vts.hal_harness import (PATHS, VtsFailure, check_run, execute, path_runs, prepare, supported_operations)
 
 #: Paths that reuse one object across executions: they also run changed inputs in between.
 REUSING_PATHS = ("burst", "reusable")
@@ -50,22 +53,44 @@ def _skip(request, kind: str, message: str):
     pytest.skip(message)
 
 
-def _expect_rejection(hal, tm, model, path: str, wait_limit: float) -> None:
-    """A model that must fail (``expect_failure``) is rejected somewhere: by
-    get_supported_operations (an error or an unsupported operation), by prepare_model, or by
-    the execution on ``path`` (AOSP ``validateFailure``: the execution must not succeed)."""
-    supported = supported_operations(hal, model)
-    if not supported.ok or not all(supported.value):
-        return
-    prepared = prepare(hal, model)
-    if not prepared.ok:
-        return
-    request = to_hal_request(tm)
-    for run in path_runs(path, prepared.value, request, wait_limit):
-        if run.status != ErrorStatus.NONE:
+def _judge_expected_failure(request, device, tm, model, path: str, wait_limit: float) -> None:
+    """A model that must fail (``expect_failure``) sees the failure due
+    (:func:`runtime.testing.expected_failure.expected_failure`): an invalid model
+    INVALID_ARGUMENT from get_supported_operations or prepare_model; an endless loop
+    MISSED_DEADLINE_TRANSIENT or MISSED_DEADLINE_PERSISTENT from its execution on ``path``
+    (loop timeout 1 ms). An unsupported operation makes the item not applicable
+    (``unsupported_by_driver``); any other status, a driver crash, an execution failure where
+    rejection was due, or every step succeeding fails it, naming the stage and status seen and
+    those due. Returns when the failure due came."""
+    due = expected_failure(tm)
+
+    def judged(stage, call) -> bool:  # True: the failure due came (stop); fails otherwise
+        if call.ok:
+            return False
+        problem = due.judge(stage, call.status)
+        if problem:
+            pytest.fail(f"{tm.test_id}@{path}: {problem} ({call.message})", pytrace=False)
+        return True
+
+    try:
+        supported = supported_operations(device.hal, model)
+        if judged(SUPPORT, supported):
             return
-    pytest.fail(f"{tm.test_id}@{path}: expected a failure (expect_failure model), but "
-                f"get_supported_operations, prepare_model and every {path} execution succeeded", pytrace=False)
+        if not all(supported.value):
+            ops = sorted({model.main.operations[k].type.name for k, ok in enumerate(supported.value) if not ok})
+            _skip(request, "unsupported_by_driver", f"unsupported by driver {device.name}: {', '.join(ops)}")
+        prepared = prepare(device.hal, model)
+        if judged(PREPARE, prepared):
+            return
+        run = execute(path, prepared.value, to_hal_request(tm), MeasureTiming.NO, None, wait_limit,
+                      loop_timeout_ns=due.loop_timeout_ns)
+    except VtsFailure as e:
+        pytest.fail(f"{tm.test_id}@{path}: expected {due.describe()}; {e}", pytrace=False)
+    if run.status == ErrorStatus.NONE:
+        pytest.fail(f"{tm.test_id}@{path}: {due.every_step_succeeded()}", pytrace=False)
+    problem = due.judge(EXECUTION, run.status)
+    if problem:
+        pytest.fail(f"{tm.test_id}@{path}: {problem} ({run.describe()})", pytrace=False)
 
 
 def test_generated_hal(vts_generated_case, nncts_device, request):
@@ -83,10 +108,10 @@ def test_generated_hal(vts_generated_case, nncts_device, request):
                                         f"{tm.feature_level}, driver {nncts_device.name} implements up to {level}")
     wait_limit = request.config.getoption("wait_limit")
     model = to_hal_model(tm)
+    if tm.expect_failure:
+        _judge_expected_failure(request, nncts_device, tm, model, path, wait_limit)
+        return
     try:
-        if tm.expect_failure:
-            _expect_rejection(hal, tm, model, path, wait_limit)
-            return
         supported = supported_operations(hal, model)
         if not supported.ok:
             pytest.fail(f"get_supported_operations on a valid model: {supported.describe()}", pytrace=False)

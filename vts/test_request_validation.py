@@ -7,8 +7,12 @@ on every execution path the driver offers, through its HAL only:
   :class:`runtime.hal.sync.ExecutionCallback` is notified with it within ``--wait-limit``);
 * ``execute_fenced`` (the call raises INVALID_ARGUMENT);
 * a burst: ``configure_execution_burst()`` then its ``execute_synchronously`` with one
-  memory identifier token per pool (a driver whose ``configure_execution_burst`` raises
-  HalError offers no bursts: that path is left out);
+  memory identifier token per pool, then ``release_memory_resource`` of each token. Bursts
+  are not optional (AIDL ``IPreparedModel::configureExecutionBurst``; AOSP VTS
+  ``GeneratedTestHarness.cpp`` asserts that it and ``releaseMemoryResource`` succeed, as
+  :mod:`vts.test_device_burst` does): a
+  ``configure_execution_burst`` that raises fails the path, and so does a
+  ``release_memory_resource`` that raises (it must succeed for any token >= 0, known or not);
 * a reusable execution: ``create_reusable_execution`` raises INVALID_ARGUMENT, or the
   execution it returns does when run.
 
@@ -84,21 +88,28 @@ def _fenced(prepared, request, measure, wait_limit):
 def _burst(prepared, request, measure, wait_limit):
     try:
         burst = prepared.configure_execution_burst()
-    except HalError:
-        return None  # the driver offers no bursts
+    except HalError as e:  # bursts are mandatory (module docstring)
+        return f"configure_execution_burst: {e.status.name}: {e.message} (every prepared model must offer bursts)"
     except Exception as e:  # noqa: BLE001 - driver code
         return f"configure_execution_burst: driver crashed: {type(e).__name__}: {e}"
     tokens = list(range(1, len(request.pools) + 1))
+    ok, problem = _raised(lambda: burst.execute_synchronously(request, tokens, measure),
+                          "burst execute_synchronously")
+    problem = problem or (None if ok else "burst execute_synchronously: accepted the request")
+    released = [_released(burst, token) for token in tokens]
+    return "; ".join(p for p in (problem, *released) if p) or None
+
+
+def _released(burst, token: int) -> str | None:
+    """The problem releasing a burst's memory ``token`` (>= 0), or None: the call must
+    succeed for any token, known or not (HAL ``IBurst::releaseMemoryResource``)."""
     try:
-        ok, problem = _raised(lambda: burst.execute_synchronously(request, tokens, measure),
-                              "burst execute_synchronously")
-    finally:
-        for token in tokens:
-            try:
-                burst.release_memory_resource(token)
-            except Exception:  # noqa: BLE001 - not what this test judges
-                pass
-    return problem or (None if ok else "burst execute_synchronously: accepted the request")
+        burst.release_memory_resource(token)
+    except HalError as e:
+        return f"release_memory_resource({token}): {e.status.name}: {e.message}"
+    except Exception as e:  # noqa: BLE001 - driver code
+        return f"release_memory_resource({token}): driver crashed: {type(e).__name__}: {e}"
+    return None
 
 
 def _reusable(prepared, request, measure, wait_limit):

@@ -6,6 +6,10 @@ IF/WHILE models) is matched against the operation table like the validator does
 values; ``NO_VALUE`` operands and main-subgraph inputs with no example data, which the
 harness passes with no value as AOSP's does, are omitted) and covers the cells
 :func:`axes.covered` names.
+Each operation covers cells from its own operands only (no operation is crossed with another's
+types), so a helper operation a variation added (an ``_all_inputs_as_internal`` ADD) covers
+the ADD cells its operands fall in: it does run ADD with them, and a report blames a failure
+there on it (:mod:`reports.blame`).
 A model whose version directory is ``SPECS`` (our own specs, ``cts/specs/built``) counts as
 "specs", any other as "corpus".
 """

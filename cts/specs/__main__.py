@@ -1,6 +1,7 @@
 """``python -m cts.specs build [--out DIR]`` writes the built spec documents;
-``python -m cts.specs check`` exits 1 naming every built file that differs from a fresh
-build (run after editing a spec)."""
+``python -m cts.specs check`` rebuilds them in a temporary directory, prints how many files
+it checked and exits 1 naming every built file that differs from the fresh build (run after
+editing a spec)."""
 from __future__ import annotations
 
 import argparse
@@ -34,11 +35,14 @@ def main(argv=None) -> int:
             print(f"wrote {path}")
         return 0
     with tempfile.TemporaryDirectory() as tmp:
-        stale = [f.name for f in build(Path(tmp))
+        fresh = build(Path(tmp))
+        stale = [f.name for f in fresh
                  if not (BUILT / VERSION / f.name).exists()
                  or (BUILT / VERSION / f.name).read_bytes() != f.read_bytes()]
     for name in stale:
         print(f"stale: cts/specs/built/{VERSION}/{name} (run python -m cts.specs build)")
+    print(f"checked {len(fresh)} built spec files in cts/specs/built/{VERSION} against a fresh build: "
+          + (f"{len(stale)} stale" if stale else "all current"))
     return 1 if stale else 0
 
 

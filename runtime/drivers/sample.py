@@ -9,6 +9,7 @@ from . import sample_cache
 from ..errors import HalError
 from ..executor import execute, execution_limits, hold
 from ..hal.interfaces import IDevice, IPreparedModel
+from ..hal.static_shapes import check_static_shapes
 from ..hal.types import Capabilities, Model, OutputShape, PerformanceInfo, Request, Timing
 from ..extension_types import is_tensor_operand_type
 from ..hal.validate import (ModelLevels, constant_value, merged_dimensions, operand_view,
@@ -149,13 +150,17 @@ class SampleDevice(IDevice):
         return SamplePreparedModel(model, self)
 
     def _check_preparable(self, model: Model) -> None:
-        """Validate ``model`` and check every operation is supported (HalError otherwise)."""
+        """Validate ``model``, check every operation is supported, then check the shapes
+        that are already certain (:func:`runtime.hal.static_shapes.check_static_shapes`: an
+        operation whose ``prepare`` rejects its operands, or an output shape contradicting
+        the declared one); HalError(INVALID_ARGUMENT) otherwise."""
         levels = validate_model(model)
         unsupported = [f"operation {k} ({getattr(op.type, 'name', op.type)})"
                        for k, op in enumerate(model.main.operations)
                        if not self.supports(model, op, levels)]
         if unsupported:
             raise HalError(ErrorStatus.INVALID_ARGUMENT, "unsupported: " + ", ".join(unsupported))
+        check_static_shapes(model)
 
     def get_number_of_cache_files_needed(self) -> tuple[int, int]:
         """One model and one data cache file (formats in :mod:`runtime.drivers.sample_cache`)."""

@@ -1,6 +1,7 @@
 """The client side of drivers out of process: the ``process:``/``endpoint:`` driver specs, the
-call timeout and endpoint TLS the test plugins set, and one proxy device per spec and
-process (:func:`remote_device`)."""
+call timeout and endpoint TLS the test plugins set, whether the ``remote`` extra is installed
+(:func:`remote_extra_missing`), and one proxy device per spec and process
+(:func:`remote_device`). Imports neither grpcio nor protobuf: the core install imports it."""
 from __future__ import annotations
 
 import atexit
@@ -27,18 +28,30 @@ def is_remote_spec(spec: str) -> bool:
     return spec.startswith((PROCESS_PREFIX, ENDPOINT_PREFIX))
 
 
+def remote_extra_missing() -> str:
+    """Why drivers out of process cannot run here, in one line naming the extra (``out-of-process
+    drivers need the remote extra: pip install 'nncts[remote]' (No module named 'google')``),
+    or "" when they can: the gRPC link and proxy modules (grpcio, protobuf) import. This
+    module itself imports neither, so in-process users (the fuzzer, ``nncts certify``) run
+    in the core install."""
+    try:
+        from . import link, proxy  # noqa: F401 - the imports are the check
+    except ImportError as e:
+        return f"out-of-process drivers need the remote extra: pip install 'nncts[remote]' ({e})"
+    return ""
+
+
 def remote_device(spec: str):
     """The :class:`~runtime.remote.proxy.RemoteDevice` of ``process:NAME`` or
     ``endpoint:ADDRESS`` (made once per process; the host is stopped at exit). Raises
-    HalError when the host cannot start or be reached."""
+    HalError (GENERAL_FAILURE, :func:`remote_extra_missing`'s line) without the remote
+    extra, and when the host cannot start or be reached."""
     from ..errors import HalError
     from ..types import ErrorStatus
-    try:
-        from .link import EndpointLink, ProcessLink
-        from .proxy import RemoteDevice
-    except ImportError as e:
-        raise HalError(ErrorStatus.GENERAL_FAILURE, f"out-of-process drivers need the remote extra: "
-                       f"pip install 'nncts[remote]' ({e})") from None
+    if missing := remote_extra_missing():
+        raise HalError(ErrorStatus.GENERAL_FAILURE, missing)
+    from .link import EndpointLink, ProcessLink
+    from .proxy import RemoteDevice
     with _lock:
         device = _devices.get(spec)
         if device is None:

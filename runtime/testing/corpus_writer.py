@@ -57,6 +57,8 @@ def model_json(tm: TestModel, extra: dict | None = None) -> dict:
            "main": subgraph_json(tm.main), "referenced": [subgraph_json(s) for s in tm.referenced]}
     if getattr(tm, "criteria", ""):
         doc["accuracy_criteria"] = tm.criteria
+    if getattr(tm, "expected_failure", ""):
+        doc["expected_failure"] = tm.expected_failure
     doc.update(extra or {})
     return doc
 

@@ -81,6 +81,11 @@ class TestModel:
     #: ``accuracy_criteria`` of the document) the model is judged with instead of the CTS
     #: tolerances: random-graph reproducers; "" for corpus models.
     criteria: str = ""
+    #: What an ``expect_failure`` model must see when the model says so (field
+    #: ``expected_failure`` of the document; :mod:`runtime.testing.expected_failure`):
+    #: ``"execution failure"`` for a valid model whose execution fails (a fuzz finding the
+    #: reference cannot execute); "" to derive it from the model (AOSP's corpus).
+    expected_failure: str = ""
 
     @property
     def test_id(self) -> str:
@@ -105,6 +110,17 @@ class TestModel:
     def operation_types(self) -> list[OperationType]:
         """Distinct operation types of every subgraph, in NNAPI code order."""
         return sorted({op.type for sg in [self.main, *self.referenced] for op in sg.operations})
+
+    @property
+    def under_test(self):
+        """The operation under test, its operand type, the helper operations the variations
+        added and the core digest (:class:`runtime.testing.under_test.UnderTest`), computed
+        once per model."""
+        from .under_test import under_test
+        found = self.__dict__.get("_under_test")
+        if found is None:
+            found = self.__dict__["_under_test"] = under_test(self)
+        return found
 
 
 # --- the schema check: every field's JSON kind, range and size, before anything is built ---
@@ -137,7 +153,8 @@ _DOCUMENT = _schema({"spec": ("string", None), "version": ("string", ""), "model
 _MODEL = _schema({"name": "string", "spec": ("string", None), "version": ("string", None),
                   "min_supported_version": ("string", "UNKNOWN"), "expect_failure": ("boolean", False),
                   "is_relaxed": ("boolean", False), "expected_multinomial_distribution_tolerance": ("number", 0.0),
-                  "main": "object", "referenced": ("list", []), "accuracy_criteria": ("string", "")})
+                  "main": "object", "referenced": ("list", []), "accuracy_criteria": ("string", ""),
+                  "expected_failure": ("string", "")})
 _SUBGRAPH = _schema({"operands": "list", "operations": "list", "input_indexes": "list", "output_indexes": "list"})
 _OPERATION = _schema({"type": "string", "inputs": "list", "outputs": "list"})
 _OPERAND = _schema({"type": "string", "dimensions": "list", "scale": "number", "zero_point": "integer",
@@ -318,7 +335,7 @@ def _model(m, index: int, spec: str, version: str, path: Path) -> TestModel:
     else:
         where = f"{path}: models[{index}]"
     (name, m_spec, m_version, min_version, expect_failure, relaxed, tolerance, main, referenced,
-     criteria) = _fields(m, _MODEL, where)
+     criteria, failure_kind) = _fields(m, _MODEL, where)
     if criteria and criteria not in CRITERIA:
         raise CorpusError(f"{where}: field 'accuracy_criteria': unknown criteria {_short(criteria)} "
                           f"(one of {', '.join(CRITERIA)})")
@@ -327,7 +344,20 @@ def _model(m, index: int, spec: str, version: str, path: Path) -> TestModel:
                      _float(tolerance, "expected_multinomial_distribution_tolerance", where),
                      _subgraph(main, f"{where} main"),
                      [_subgraph(s, f"{where} referenced {i}") for i, s in enumerate(referenced)],
-                     str(path), criteria)
+                     str(path), criteria, _failure_kind(failure_kind, where))
+
+
+def _failure_kind(kind: str, where: str) -> str:
+    """The model's ``expected_failure`` field, checked: "" or one of
+    :data:`EXPECTED_FAILURE_KINDS`; CorpusError otherwise."""
+    if kind and kind not in EXPECTED_FAILURE_KINDS:
+        raise CorpusError(f"{where}: field 'expected_failure': unknown kind {_short(kind)} "
+                          f"(one of {', '.join(EXPECTED_FAILURE_KINDS)})")
+    return kind
+
+
+#: Values of a model's ``expected_failure`` field (:mod:`runtime.testing.expected_failure`).
+EXPECTED_FAILURE_KINDS = ("execution failure",)
 
 
 def load_spec(path: str | Path) -> list[TestModel]:
