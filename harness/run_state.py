@@ -30,6 +30,8 @@ import pytest
 
 from harness import environment
 from harness.driver import corpus_roots, driver_hal, driver_identity
+from harness.modes import parse_modes
+from harness.records import read_json
 
 #: The run description a suite run writes into its report directory.
 RUN_FILE = "run.json"
@@ -39,13 +41,15 @@ FINGERPRINT_KEYS = ("driver", "corpus", "modes", "nncts")
 
 def corpus_digest(roots) -> str:
     """SHA-256 (hex) over every file below the corpus ``roots``: each file's path relative
-    to its root, then its bytes, in sorted order; "" for no roots."""
+    to its root, then the SHA-256 of its bytes (read in chunks), in sorted order; "" for no
+    roots."""
     h = hashlib.sha256()
     for root in sorted(Path(r) for r in roots):
         files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
         for path in files:
             h.update(str(path.relative_to(root) if root.is_dir() else path.name).encode() + b"\0")
-            h.update(path.read_bytes())
+            with open(path, "rb") as f:  # streamed: a corpus file may be of any size
+                h.update(hashlib.file_digest(f, "sha256").digest())
     return h.hexdigest() if roots else ""
 
 
@@ -53,7 +57,6 @@ def _modes(config) -> str:
     values = config.getoption("mode", None)
     if values is None:
         return ""
-    from harness.modes import parse_modes
     try:
         return ",".join(m.name for m in parse_modes(values))
     except ValueError as e:
@@ -102,12 +105,12 @@ def check_resume(previous: dict | None, current: dict[str, str]) -> None:
 
 
 def read_run_file(report_dir: Path) -> dict | None:
-    """The run description in ``report_dir`` (None when missing or unreadable)."""
+    """The run description in ``report_dir``, read under :func:`harness.records.read_json`'s
+    bounds (None when missing, unreadable, past a bound or not a JSON object)."""
     try:
-        doc = json.loads((Path(report_dir) / RUN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return read_json(Path(report_dir) / RUN_FILE)
+    except ValueError:
         return None
-    return doc if isinstance(doc, dict) else None
 
 
 @pytest.hookimpl(tryfirst=True)

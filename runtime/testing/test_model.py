@@ -13,6 +13,7 @@ import numpy as np
 from ..files import FileFormatError, FileLimitError, load_json
 from ..types import OperandLifeTime, OperandType, OperationType, operand_dtype
 from .criteria import CRITERIA
+from .under_test import under_test
 
 #: TestHalVersion name -> feature level (None for UNKNOWN).
 HAL_VERSION_FEATURE_LEVEL = {"UNKNOWN": None, "V1_0": 1, "V1_1": 2, "V1_2": 3, "V1_3": 4,
@@ -116,7 +117,6 @@ class TestModel:
         """The operation under test, its operand type, the helper operations the variations
         added and the core digest (:class:`runtime.testing.under_test.UnderTest`), computed
         once per model."""
-        from .under_test import under_test
         found = self.__dict__.get("_under_test")
         if found is None:
             found = self.__dict__["_under_test"] = under_test(self)
