@@ -35,6 +35,7 @@ from .hal.types import Model, OutputShape, Request, Subgraph
 from .hal.validate import (MAX_OPERAND_BYTES, MAX_RANK, constant_value, merged_dimensions, operand_byte_size,
                            operand_fields)
 from .ops.base import OperandView, OpContext
+from .ops.common import computing_truth, value_dtype
 from .ops.control_flow import LOOP_TIMEOUT_DEFAULT_NS, LOOP_TIMEOUT_MAXIMUM_NS, LoopTimeoutError
 from .types import ErrorStatus, OperandLifeTime, OperationType, operand_dtype
 
@@ -100,6 +101,14 @@ def _dtype(operand_type, dtypes=None) -> np.dtype:
     return operand_dtype(operand_type)
 
 
+def _value_dtype(operand_type, dtypes=None) -> np.dtype:
+    """The dtype values of ``operand_type`` are held in while running: :func:`_dtype`, or
+    float64 for the float types while computing truth (``ops.common.value_dtype``)."""
+    if dtypes and operand_type in dtypes:
+        return np.dtype(dtypes[operand_type])
+    return value_dtype(operand_type)
+
+
 def _read(pool, loc, operand_type, dims, dtypes=None) -> np.ndarray:
     dtype = _dtype(operand_type, dtypes)
     count = int(np.prod(dims, dtype=np.int64)) if dims else 1
@@ -153,7 +162,7 @@ class _Step:
     __slots__ = ("operation", "op_type", "where", "opdef", "inputs", "consts", "runs", "has_no_value",
                  "failure")
 
-    def __init__(self, k: int, operation, sg: Subgraph, model: Model, table, dtypes, fields):
+    def __init__(self, k: int, operation, sg: Subgraph, model: Model, table, dtypes, fields, wide=False):
         self.operation = operation
         self.op_type = operation.type if is_extension_type(operation.type) else OperationType(operation.type)
         self.where = f"operation {k} ({type_name(self.op_type)})"
@@ -174,6 +183,8 @@ class _Step:
             elif o.lifetime in _CONSTANT_LIFETIMES:
                 try:
                     value = constant_value(model, o, _dtype(o.type, dtypes))
+                    if wide and value is not None and value.dtype.kind == "f":
+                        value = value.astype(_value_dtype(o.type, dtypes))
                 except Exception as e:  # noqa: BLE001
                     self.failure, value = e, None
                 self.consts.append((t, tuple(o.dimensions), scale, zp, value, False, cq, data))
@@ -187,14 +198,17 @@ _CONSTANT_LIFETIMES = (L.CONSTANT_COPY, L.CONSTANT_REFERENCE, L.SUBGRAPH)
 class Program:
     """A subgraph compiled for execution with one kernel table: per operand its static
     view fields (type, scale, zeroPoint, per-channel quantization, extension data), its
-    declared dimensions, numpy dtype and item size; per operation a :class:`_Step`."""
+    declared dimensions, numpy dtype and item size; per operation a :class:`_Step`.
+    ``wide``: compiled for float64 truth (float values held as float64, float constants
+    widened; ``ops.common.float64_truth``)."""
 
-    def __init__(self, model: Model, sg: Subgraph, table=None, dtypes=None):
+    def __init__(self, model: Model, sg: Subgraph, table=None, dtypes=None, wide: bool = False):
         # an extension type keeps its code (an invalid one too: it fails when used)
         self.fields = [operand_fields(o, strict=False) for o in sg.operands]
         self.declared = [tuple(o.dimensions) for o in sg.operands]
         self.dtypes = [_dtype_or_none(o.type, dtypes) for o in sg.operands]
-        self.steps = [_Step(k, op, sg, model, table, dtypes, self.fields) for k, op in enumerate(sg.operations)]
+        self.steps = [_Step(k, op, sg, model, table, dtypes, self.fields, wide)
+                      for k, op in enumerate(sg.operations)]
         # per step, the values no later step reads (dropped after it: the allocator reuses
         # their memory, still in cache, for the next outputs); subgraph outputs are kept
         last: dict[int, int] = {}
@@ -210,7 +224,7 @@ class Program:
 
 def _dtype_or_none(operand_type, dtypes):
     try:
-        return _dtype(operand_type, dtypes)
+        return _value_dtype(operand_type, dtypes)
     except Exception:  # noqa: BLE001 - an extension type without a dtype: fails when used
         return None
 
@@ -234,30 +248,35 @@ def hold(model: Model) -> None:
 
 
 def program(model: Model, sg: Subgraph, table=None, dtypes=None) -> Program:
-    """The :class:`Program` of ``sg`` (a subgraph of ``model``) with ``table`` / ``dtypes``:
-    the kept one for a held model (compiled on first use), else a new one."""
+    """The :class:`Program` of ``sg`` (a subgraph of ``model``) with ``table`` / ``dtypes``
+    (for float64 truth inside ``ops.common.float64_truth``): the kept one for a held model
+    (compiled on first use), else a new one."""
+    wide = computing_truth()
     entry = _HELD.get(id(model))
     if entry is None or entry[0]() is not model:
-        return Program(model, sg, table, dtypes)
+        return Program(model, sg, table, dtypes, wide)
     programs = entry[1]
-    key = (id(sg), id(table), id(dtypes))
+    key = (id(sg), id(table), id(dtypes), wide)
     found = programs.get(key)
     if found is None or found[0] is not sg or found[1] is not table or found[2] is not dtypes:
         if len(programs) >= _PROGRAMS_PER_MODEL:
             programs.clear()
-        found = programs[key] = (sg, table, dtypes, Program(model, sg, table, dtypes))
+        found = programs[key] = (sg, table, dtypes, Program(model, sg, table, dtypes, wide))
     return found[3]
 
 
 def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | None, list[int]]],
                  relaxed: bool = False, table=None, dtypes=None, *, loop_timeout_ns: int | None = None,
-                 deadline_ns: int | None = None, _depth: int = 0) -> list[np.ndarray]:
+                 deadline_ns: int | None = None, intercept=None, _depth: int = 0) -> list[np.ndarray]:
     """Run ``sg`` given one (value or None if omitted, dims) per subgraph input, with the
     kernels of ``table`` (OperationType -> OperationDef; default: the operation table).
     A driver running extension operations puts their kernels in ``table`` under their int
     codes and gives ``dtypes`` (extension operand type code -> numpy dtype). IF/WHILE run
     ``model.referenced`` subgraphs; ``loop_timeout_ns`` (None: 2 s, clamped to 15 s) and
-    ``deadline_ns`` bound each WHILE.
+    ``deadline_ns`` bound each WHILE. ``intercept(k, ctx, results) -> results``, if given, sees
+    each operation ``k`` of this subgraph after its kernel ran (``ctx``: the
+    :class:`OpContext`, input views with their values) and may return other results of the
+    same shapes (an oracle's alternative answers; not passed into referenced subgraphs).
 
     Returns one numpy array per subgraph output. Raises HalError(GENERAL_FAILURE) naming the
     operation when a kernel rejects its operands, a computed shape contradicts the model,
@@ -281,7 +300,7 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
         if value is None:
             omitted.add(idx)
     with np.errstate(all="ignore"):
-        for step, release in zip(prog.steps, prog.release):
+        for step_index, (step, release) in enumerate(zip(prog.steps, prog.release)):
             if step.failure is not None:
                 raise step.failure
             views_in = []
@@ -342,6 +361,8 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
             except Exception as e:  # a reference kernel bug must not crash the caller
                 raise HalError(ErrorStatus.GENERAL_FAILURE,
                                f"{where}: reference kernel raised {type(e).__name__}: {e}") from e
+            if intercept is not None:
+                results = intercept(step_index, ctx, results)
             for j, (idx, shape, result) in enumerate(zip(outputs, shapes, results)):
                 decl = declared[idx]
                 if result.shape != shape:

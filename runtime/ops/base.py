@@ -254,6 +254,22 @@ class OperationDef:
     #: :mod:`runtime.ops.error_inputs`. None: none.
     error_inputs: Callable[[list, list], Iterator["ErrorInput"]] | None = None
 
+    #: Error budget of the operation's float outputs (TENSOR_FLOAT32 / TENSOR_FLOAT16):
+    #: ``error_budget(ctx) -> runtime.precision.budgets.Budget`` given the context of one use
+    #: (input views with their values and shapes, output views with their dims), the bound,
+    #: in ULP of the output type, a correct implementation stays within against the float64
+    #: truth; formulas and their sources in :mod:`runtime.precision.budgets`. None: no float
+    #: output, or none declared yet (graded "no budget").
+    error_budget: Callable[[OpContext], object] | None = None
+
+    #: For a discontinuous operation (comparisons, ARGMAX / ARGMIN, TOPK_V2, FLOOR, CAST or
+    #: QUANTIZE of a float ...): ``decision(ctx, errors)`` -> one bool mask per output, true
+    #: where the element's answer could change when each float input moves within its
+    #: allowed error (``errors``: per input an array of absolute errors, or None), so more
+    #: than one answer is right. None: a continuous operation (see
+    #: :mod:`runtime.precision.decisions`).
+    decision: Callable | None = None
+
     @property
     def min_feature_level(self) -> int:
         return min(s.feature_level for s in self.signatures)

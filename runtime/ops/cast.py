@@ -43,7 +43,7 @@ import numpy as np
 
 from ..types import OperandType, OperationType, operand_dtype
 from .base import OpContext, OperationDef, register, sig, tensor
-from .common import QUANT_RANGES, round_half_away
+from .common import QUANT_RANGES, computing_truth, round_half_away, value_dtype
 from .elementwise import BOOL8, F16, F32, I32, Q8, Q8S, draft_range, linked, same_shape
 from .generation import quant_limits
 
@@ -70,7 +70,7 @@ def _execute_cast(ctx: OpContext):
         else:
             x = np.clip(x.astype(np.int64), lo, hi)
     with np.errstate(over="ignore"):
-        return [x.astype(operand_dtype(out_type))]
+        return [x.astype(value_dtype(out_type))]
 
 
 #: Preferred input values of a CAST by (input is float, output type): float -> int32
@@ -133,7 +133,10 @@ def _execute_quantize(ctx: OpContext):
     out = ctx.outputs[0]
     lo, hi = QUANT_RANGES[out.type]
     with np.errstate(all="ignore"):
-        quotient = ctx.value(0).astype(np.float32) / np.float32(out.scale)  # binary32
+        if computing_truth():  # real arithmetic, one rounding (float64_truth)
+            quotient = ctx.value(0).astype(np.float64) / np.float64(np.float32(out.scale))
+        else:
+            quotient = ctx.value(0).astype(np.float32) / np.float32(out.scale)  # binary32
         q = round_half_away(quotient.astype(np.float64)) + out.zero_point
     return [np.clip(np.nan_to_num(q, nan=hi), lo, hi).astype(operand_dtype(out.type))]
 

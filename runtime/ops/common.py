@@ -2,6 +2,8 @@
 implicit padding, and float32/float16 handling."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +20,46 @@ QUANT_RANGES = {
     OperandType.TENSOR_QUANT16_ASYMM: (0, 65535),
     OperandType.TENSOR_INT32: (-(2**31), 2**31 - 1),
 }
+
+
+# --- float64 truth: the same kernels at float64 precision ----------------------------------
+
+_FLOAT_TYPES = frozenset((OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16,
+                          OperandType.FLOAT32, OperandType.FLOAT16))
+_FLOAT64 = np.dtype(np.float64)
+#: True while the executor computes float64 truth (:func:`float64_truth`).
+_WIDE: contextvars.ContextVar = contextvars.ContextVar("nncts_float64_truth", default=False)
+
+
+@contextlib.contextmanager
+def float64_truth():
+    """Within this block the reference kernels compute the float64 truth of a model: every
+    FLOAT32 / FLOAT16 / TENSOR_FLOAT32 / TENSOR_FLOAT16 value is held as float64
+    (:func:`value_dtype`), float kernels compute at float64 and store without rounding to
+    the operand's type; quantized and integer operands keep their types, so a quantized
+    operation computes in real arithmetic and rounds only when it stores its output. The
+    executor reads the flag when it compiles a subgraph (``runtime.executor``); no second
+    kernel set exists. Not for writing into request pools: run subgraphs on arrays
+    (``runtime.precision.truth``)."""
+    token = _WIDE.set(True)
+    try:
+        yield
+    finally:
+        _WIDE.reset(token)
+
+
+def computing_truth() -> bool:
+    """Whether the kernels compute float64 truth now (inside :func:`float64_truth`)."""
+    return _WIDE.get()
+
+
+def value_dtype(operand_type) -> np.dtype:
+    """The numpy dtype the kernels hold values of ``operand_type`` in: float64 for the
+    float types while computing truth (:func:`float64_truth`), else the operand's own dtype
+    (:func:`runtime.types.operand_dtype`; ValueError for a code that is no OperandType)."""
+    if operand_type in _FLOAT_TYPES and _WIDE.get():
+        return _FLOAT64
+    return operand_dtype(operand_type)
 
 
 def is_quant(op: OperandView) -> bool:
@@ -46,8 +88,9 @@ def round_half_away(x: np.ndarray) -> np.ndarray:
 
 def from_float(out: OperandView, real: np.ndarray) -> np.ndarray:
     """Store real values ``real`` into ``out``'s type: quantize (round half away from zero,
-    saturate) for quantized types, cast for float types, round+saturate for TENSOR_INT32."""
-    dtype = operand_dtype(out.type)
+    saturate) for quantized types, cast for float types (to float64 while computing truth:
+    :func:`value_dtype`), round+saturate for TENSOR_INT32."""
+    dtype = value_dtype(out.type)
     real = np.asarray(real)
     if real.dtype.kind == "f" and out.type in (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16):
         return real.astype(dtype)  # one rounding, as through float64; never the input's array

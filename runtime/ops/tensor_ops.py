@@ -53,9 +53,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..types import OperandType, OperationType, is_quantized_type, operand_dtype
+from ..types import OperandType, OperationType, is_quantized_type
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
-from .common import check_same_quant, int_vector, is_quant
+from .common import check_same_quant, int_vector, is_quant, value_dtype
 
 T = OperandType
 I32 = T.TENSOR_INT32
@@ -100,7 +100,7 @@ def _fill_prepare(ctx: OpContext):
 def _fill_execute(ctx: OpContext):
     """Every element the value of input 1, in the output's type."""
     shape = _fill_prepare(ctx)[0]
-    return [np.full(shape, ctx.scalar(1), dtype=operand_dtype(ctx.outputs[0].type))]
+    return [np.full(shape, ctx.scalar(1), dtype=value_dtype(ctx.outputs[0].type))]
 
 
 def _generate_fill(d) -> None:

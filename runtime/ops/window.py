@@ -13,7 +13,7 @@ import numpy as np
 
 from ..types import OperandType, is_quantized_type
 from .base import OpContext, OperandView, check
-from .common import Window2D, activation_range, bias_to_float, check_quant_bias
+from .common import Window2D, activation_range, bias_to_float, check_quant_bias, computing_truth
 from .generation import FLOAT_RANGE, INT_RANGE, quant_limits
 
 T = OperandType
@@ -92,7 +92,10 @@ def compute_dtype(*views: OperandView) -> np.dtype:
     """The working precision of a convolution or pooling: float32 when every operand given
     is TENSOR_FLOAT32 (the kernels then compute in float32 with BLAS, as TFLite does: the
     CTS float32 criteria hold for it), else float64 on real values (float16 and quantized
-    operands: exact dequantized values, products and sums of 8-bit values exact)."""
+    operands: exact dequantized values, products and sums of 8-bit values exact; every
+    operand while computing float64 truth, :func:`.common.float64_truth`)."""
+    if computing_truth():
+        return _F64_DTYPE
     for v in views:
         if v.type != F32:
             return _F64_DTYPE
