@@ -1,4 +1,4 @@
-"""pytest plugin of the CTS: ``--mode`` and ``--no-require-timing``; one test item per corpus
+"""pytest plugin of the CTS: ``--mode``, ``--no-require-timing`` and ``--precision``; one test item per corpus
 test model and execution mode (id ``<version>/<spec>/<name>`` for the base mode,
 ``...@<mode>`` otherwise), marked per operation and ``flN``. Shared options, the device
 fixture and the outcome records come from :mod:`harness.plugin`."""
@@ -9,6 +9,7 @@ import pytest
 from harness.modes import BASE, applies, parse_modes
 from harness.plugin import corpus_models, model_marks
 from harness.records import model_operand_types, under_test_fields
+from harness.runner import PRECISION_MODES
 from harness.suites import suite
 from runtime.testing.hal_convert import to_hal_model
 from runtime.testing.support import not_implemented_reason
@@ -26,6 +27,20 @@ def pytest_addoption(parser):
                      "dynamic insufficient / cache / coupling) or a combination like fenced+memory+cache")
     g.addoption("--no-require-timing", action="store_true",
                 help="do not fail drivers that report no timing when measurement is requested")
+    g.addoption("--precision", choices=PRECISION_MODES, default="aosp",
+                help="aosp (default): AOSP's tolerance is the verdict and each float output's error in ULP "
+                     "against the float64 truth is graded by the operations' error budgets beside it; strict: "
+                     "an over-budget float output fails the test too (a --profile may require strict)")
+
+
+def precision_mode(config) -> str:
+    """The run's precision verdict: ``strict`` when ``--precision strict`` or the
+    ``--profile`` requires it (:attr:`harness.requirements.Profile.precision`), else
+    ``aosp``."""
+    profile = getattr(config, "_nncts_profile", None)
+    if config.getoption("precision", "aosp") == "strict" or getattr(profile, "precision", "aosp") == "strict":
+        return "strict"
+    return "aosp"
 
 
 def pytest_generate_tests(metafunc):

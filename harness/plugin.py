@@ -256,7 +256,12 @@ def _tag_incidents(item, call, report, incidents) -> None:
 
 #: Record keys copied from a report's fields (``report.nncts``) when present.
 OPTIONAL_KEYS = ("operand_types", "operation_under_test", "operand_type", "helper_operations", "core_digest",
-                 "driver_incident", "reproducers", "declined", "reason", "link", "baseline_id")
+                 "driver_incident", "reproducers", "declined", "reason", "link", "baseline_id",
+                 "sweep",  # sweep: a precision sweep's figures (precision.measure.summarize)
+                 # a random graph's judgement (random_graph.judge.record_fields)
+                 "ambiguous_elements", "decisions", "three_way", "times_worse",
+                 # a CTS test's precision grade (harness.runner.precision_fields)
+                 "precision", "ulp_mean", "ulp_budget", "ulp_worst")
 
 
 def _message(report) -> str:
@@ -286,6 +291,8 @@ def pytest_runtest_logreport(report):
             record[key] = props[key]
     if "required" in props:
         record["required"] = props["required"]
+    if "ulp_max" in props:  # null when infinite
+        record["ulp_max"] = props["ulp_max"]
     if getattr(report, "rerun", 0):
         record["attempts"] = report.rerun + 1
     config = _CONFIG.get("config")

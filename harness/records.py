@@ -44,7 +44,11 @@ RECORD_FIELDS = {"duration_s": ((int, float), "a number"), "message": ((str,), "
                  "operations": ((list,), "a list of strings"),
                  "operand_types": ((list, type(None)), "a list of strings or null"),
                  "operation_under_test": ((str,), "a string"), "operand_type": ((str,), "a string"),
-                 "helper_operations": ((list,), "a list of strings"), "core_digest": ((str,), "a string")}
+                 "helper_operations": ((list,), "a list of strings"), "core_digest": ((str,), "a string"),
+                 # the precision grade of a CTS test (harness.runner.precision_fields)
+                 "precision": ((str,), "a string"), "ulp_max": ((int, float, type(None)), "a number or null"),
+                 "ulp_mean": ((int, float, type(None)), "a number or null"),
+                 "ulp_budget": ((int, float), "a number"), "ulp_worst": ((str,), "a string")}
 
 
 def _bad_field(record: dict) -> str | None:
@@ -188,11 +192,54 @@ def incident_line(t: collections.Counter) -> str:
             f"{t['driver:hang']} with a hang (killed after the call timeout)")
 
 
+#: The precision grades of a record's ``precision`` field (runtime.precision.budgets.GRADES).
+PRECISION_GRADES = ("within budget", "over budget", "no budget")
+
+
+def precision_summary(records) -> dict:
+    """The precision grades of the records that carry one (CTS tests with a measured float
+    output): ``grades`` (grade -> count, every grade present) and ``per_operation``
+    (operation under test, else the model's first operation -> {grade counts, ``worst``:
+    the largest ``ulp_max`` (None: infinite), its ``budget``, test ``id``, ``mode`` and
+    ``where`` (``ulp_worst``)}, sorted by operation); empty when no record has a grade."""
+    graded = [r for r in records if r.get("precision") in PRECISION_GRADES]
+    if not graded:
+        return {}
+    grades = {g: 0 for g in PRECISION_GRADES}
+    rows: dict[str, dict] = {}
+    for r in graded:
+        grades[r["precision"]] += 1
+        op = r.get("operation_under_test") or (r.get("operations") or ["(none)"])[0]
+        row = rows.setdefault(op, {**{g: 0 for g in PRECISION_GRADES}, "worst": 0.0, "budget": None,
+                                   "id": "", "mode": "", "where": ""})
+        row[r["precision"]] += 1
+        ulp = r.get("ulp_max")
+        if not row["id"] or _ulp_order(ulp) > _ulp_order(row["worst"]):
+            row.update(worst=ulp, budget=r.get("ulp_budget"), id=r["id"], mode=r.get("mode", ""),
+                       where=r.get("ulp_worst", ""))
+    return {"grades": grades, "per_operation": dict(sorted(rows.items()))}
+
+
+def _ulp_order(ulp) -> float:
+    """Sort key of an ``ulp_max``: null (infinite) above every number."""
+    return float("inf") if ulp is None else float(ulp)
+
+
+def precision_line(records) -> str:
+    """"precision (ULP against the float64 truth): N within budget, M over budget, K no
+    budget" from :func:`precision_summary`; "" without graded records."""
+    summary = precision_summary(records)
+    if not summary:
+        return ""
+    return "precision (ULP against the float64 truth): " + ", ".join(
+        f"{n} {g}" for g, n in summary["grades"].items())
+
+
 def format_summary(records) -> list[str]:
     """Per-operation summary lines (operation, passed, failed, skipped, then any known
     failures, unexpected passes and flakes), per-mode lines when several execution modes ran,
     per-source lines (corpus, own specs) when both ran, and totals (with the expectations
-    and declined tests apart)."""
+    and declined tests apart, and the precision grades: :func:`precision_line`)."""
     lines = [f"{'operation':34s} {'passed':>7s} {'failed':>7s} {'skipped':>8s}"]
     untested = []
     for op, c in per_operation(records).items():
@@ -222,6 +269,8 @@ def format_summary(records) -> list[str]:
     lines += expectation_lines(t)
     if incident_line(t):
         lines.append(incident_line(t))
+    if precision_line(records):
+        lines.append(precision_line(records))
     return lines
 
 

@@ -14,7 +14,12 @@ prepare the model, or lacks an optional feature) is judged by the certification 
   ["CONV_2D", ...]`` and ``operand_types = ["TENSOR_FLOAT32", ...]``: a test is required
   when its feature level is at most N, its operations are all listed (and in NNAPI at N),
   and, when its record carries operand types, those are all listed too (a test without
-  operand types is judged by level and operations only).
+  operand types is judged by level and operations only). ``suites = ["precision"]``: suites
+  ``nncts certify`` counts in its verdict beyond those it always does (the suite table's
+  ``required``, :mod:`harness.suites`); the suites themselves do not read it.
+  ``precision = "strict"``: every float output must be within its error budget (the CTS's
+  ``--precision strict``: an over-budget output fails); ``"aosp"`` (default) leaves the
+  budget a grade beside AOSP's tolerance.
 
 A declined required test fails ("required by profile P: driver X declines ...", record keys
 ``required: true`` and ``declined``). A ``runtime_rejected`` skip (the front end rejected a model
@@ -31,6 +36,7 @@ from pathlib import Path
 import pytest
 
 from harness.driver import driver_identity
+from harness.suites import suite
 from runtime import ops
 from runtime.files import load_toml
 from runtime.types import OperandType, OperationType
@@ -39,20 +45,26 @@ from runtime.types import OperandType, OperationType
 DECLINE_KINDS = frozenset({"feature_level", "unsupported_by_driver", "driver_rejects_model",
                            "driver_cannot_prepare", "driver_feature"})
 BUILTIN = ("none", "feature-level")
-PROFILE_KEYS = {"name", "feature_level", "operations", "operand_types"}
+PROFILE_KEYS = {"name", "feature_level", "operations", "operand_types", "suites", "precision"}
+#: A profile's ``precision``: AOSP's tolerance alone is the verdict, or the error budgets too.
+PRECISION_VERDICTS = ("aosp", "strict")
 
 
 @dataclass(frozen=True)
 class Profile:
     """A certification profile. ``feature_level`` None means the driver's own level (the
     ``feature-level`` profile); ``operations`` / ``operand_types`` None mean any; ``none``
-    (``required_nothing``) requires no test."""
+    (``required_nothing``) requires no test; ``suites``: command names of the suites the
+    profile makes ``nncts certify`` require besides its default ones; ``precision``
+    "strict": an over-budget float output is a failure (:data:`PRECISION_VERDICTS`)."""
 
     name: str
     feature_level: int | None = None
     operations: frozenset[str] | None = None
     operand_types: frozenset[str] | None = None
     required_nothing: bool = False
+    suites: frozenset[str] = frozenset()
+    precision: str = "aosp"
 
     def requires(self, operations, feature_level: int | None, operand_types, driver_level: int) -> bool:
         """Whether a test (its operation names, model feature level, operand type names or
@@ -96,8 +108,24 @@ def load_profile(spec: str) -> Profile:
     name = doc.get("name", path.stem)
     if not isinstance(name, str):
         raise ValueError(f"{spec}: name must be a string")
+    precision = doc.get("precision", "aosp")
+    if precision not in PRECISION_VERDICTS:
+        raise ValueError(f"{spec}: precision must be one of {', '.join(PRECISION_VERDICTS)}, got {precision!r}")
     return Profile(name, level, _names(spec, doc, "operations", OperationType),
-                   _names(spec, doc, "operand_types", OperandType))
+                   _names(spec, doc, "operand_types", OperandType), suites=_suites(spec, doc),
+                   precision=precision)
+
+
+def _suites(spec: str, doc: dict) -> frozenset[str]:
+    """The profile's ``suites`` as command names (:func:`harness.suites.suite` accepts a
+    command or a record name); ValueError naming an unknown one."""
+    values = doc.get("suites", [])
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ValueError(f"{spec}: suites must be a list of suite names")
+    try:
+        return frozenset(suite(v).command for v in values)
+    except ValueError as e:
+        raise ValueError(f"{spec}: suites: {e}") from None
 
 
 def _names(spec: str, doc: dict, key: str, enum) -> frozenset[str] | None:
@@ -117,7 +145,8 @@ def pytest_addoption(parser):
         "--profile", default="none", metavar="FILE|NAME",
         help="certification profile: which declined tests fail the run. none (default: every declined "
              "test is not_applicable), feature-level (everything at or below the driver's feature level "
-             "is required), or a TOML file (feature_level, operations, operand_types)")
+             "is required), or a TOML file (feature_level, operations, operand_types; suites: what "
+             "nncts certify requires besides its default suites, e.g. [\"precision\"])")
 
 
 def pytest_configure(config):

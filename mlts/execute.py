@@ -200,7 +200,10 @@ def _run_partition(prepared: PreparedImported, k: int, step: Partition, env: dic
         env[t] = buf.reshape(imported.tensors[t].shape)
 
 
-def _run_fallback(imported: ImportedModel, step: FallbackStep, env: dict) -> None:
+def _run_fallback(imported: ImportedModel, step: FallbackStep, env: dict, wide: bool = False) -> None:
+    """Run CPU fallback ``step`` on the values of ``env`` (TFLite tensor -> array) and store
+    its outputs there, in their tensors' dtypes (``wide``: float outputs kept as float64, for
+    the float64 truth of :mod:`mlts.three_way`)."""
     if step.kernel is None:
         raise TFLiteImportError(f"{_where(imported, step)}: cannot run: {step.reason}")
     vals = []
@@ -224,7 +227,24 @@ def _run_fallback(imported: ImportedModel, step: FallbackStep, env: dict) -> Non
         raise TFLiteImportError(f"{imported.name}: {e}") from None
     for t, v in zip(step.outputs, outs):
         info = imported.tensors[t]
-        env[t] = np.asarray(v, info.dtype).reshape(info.shape)
+        dtype = np.float64 if wide and np.dtype(info.dtype).kind == "f" else info.dtype
+        env[t] = np.asarray(v, dtype).reshape(info.shape)
+
+
+def collect_outputs(imported: ImportedModel, env: dict) -> list[np.ndarray]:
+    """The TFLite graph outputs of a run from ``env`` (TFLite tensor -> value; a constant
+    output from the model), each in TFLite's shape. Raises TFLiteImportError for an output
+    the run never computed."""
+    outputs = []
+    for info in imported.outputs:
+        v = env.get(info.index)
+        if v is None:
+            v = imported.constant(info.index)
+        if v is None:
+            raise TFLiteImportError(f"{imported.name}: graph output {info.index} ({info.name}) "
+                                    f"was never computed")
+        outputs.append(np.asarray(v).reshape(info.shape))
+    return outputs
 
 
 def run_imported(imported: ImportedModel, device, inputs, *, keep_tensors: bool = False,
@@ -248,16 +268,7 @@ def run_imported(imported: ImportedModel, device, inputs, *, keep_tensors: bool 
         else:
             _run_fallback(imported, step, env)
         secs.append(time.perf_counter() - t0)
-    outputs = []
-    for info in imported.outputs:
-        v = env.get(info.index)
-        if v is None:
-            v = imported.constant(info.index)
-        if v is None:
-            raise TFLiteImportError(f"{imported.name}: graph output {info.index} ({info.name}) "
-                                    f"was never computed")
-        outputs.append(np.asarray(v).reshape(info.shape))
-    return RunResult(outputs, env if prepared.keep_tensors else {}, secs)
+    return RunResult(collect_outputs(imported, env), env if prepared.keep_tensors else {}, secs)
 
 
 @dataclass

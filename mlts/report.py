@@ -23,9 +23,9 @@ from pathlib import Path
 
 import jinja2
 
-from reports.mlts import (BASELINES, DRIVER_MODES, LEVEL_COLOURS, PAR_BAND, SLOW_RATIO, judge_model, latency_ratio,
-                          layer_counts, layer_ratio, model_status, outcome_level, ratio_marker, status_level,
-                          totals)
+from reports.mlts import (BASELINES, DRIVER_MODES, LEVEL_COLOURS, PAR_BAND, PRECISION_RATIO, SLOW_RATIO, judge_model,
+                          latency_ratio, layer_counts, layer_ratio, model_status, outcome_level, precision_level,
+                          ratio_marker, status_level, totals)
 
 #: Series colours (driver modes then baselines) of the histograms: neither green nor red,
 #: which are the judgement colours (:data:`reports.mlts.LEVEL_COLOURS`).
@@ -295,13 +295,17 @@ CSV_COLUMNS = (
     + [f"tflite_{b}_{s}_ms" for b in BASELINES for s in ("mean", "p50", "p90", "p99")]
     + [f"ratio_{m}_vs_{b}" for m in DRIVER_MODES for b in BASELINES]
     + ["max_mse", "max_error", "top_k_agreement", "detection_iou", "within_tolerance", "accuracy_level",
-       "layers_compared", "layers_beyond", "first_divergence", "errors"])
+       "layers_compared", "layers_beyond", "first_divergence", "precision_ratio", "tflite_precision_ratio",
+       "precision_level", "errors"])
 
 
 def csv_rows(doc: dict) -> list[dict]:
     """One dict per model with :data:`CSV_COLUMNS` (empty string where not measured);
     ``accuracy_level``, ``layers_compared`` and ``layers_beyond`` are the accuracy judgement's
-    (:func:`reports.mlts.accuracy_judgement`)."""
+    (:func:`reports.mlts.accuracy_judgement`); ``precision_ratio`` / ``tflite_precision_ratio``
+    the worst output's error against the float64 truth over the reference float32 path's own
+    (the driver's, TFLite's) and ``precision_level`` its grade
+    (:func:`reports.mlts.precision_judgement`)."""
     rows = []
     for m in doc.get("models") or []:
         mp, cp = m.get("mapping") or {}, m.get("compile") or {}
@@ -322,13 +326,17 @@ def csv_rows(doc: dict) -> list[dict]:
         row["top_k_agreement"] = (acc.get("top_k") or {}).get("agreement")
         row["detection_iou"] = (acc.get("detection") or {}).get("iou")
         row["within_tolerance"] = acc.get("within_tolerance") if acc else None
-        judged = judge_model(m)["accuracy"]
+        judged_all = judge_model(m)
+        judged = judged_all["accuracy"]
         row["accuracy_level"] = judged["level"]
         if acc:
             row["layers_compared"], row["layers_beyond"] = judged["layers_compared"], judged["layers_beyond"]
         div = acc.get("divergence") or {}
         row["first_divergence"] = (f"op {div.get('operator')} {div.get('builtin', '')}".strip()
                                    if div.get("found") else ("none" if div else None))
+        tw = acc.get("three_way") or {}
+        row["precision_ratio"], row["tflite_precision_ratio"] = tw.get("ratio"), tw.get("tflite_ratio")
+        row["precision_level"] = (judged_all.get("precision") or {}).get("level")
         row["errors"] = "; ".join(f"{e['stage']}: {e['message']}" for e in m.get("errors") or [])
         rows.append({k: ("" if row.get(k) is None else row[k]) for k in CSV_COLUMNS})
     return rows
@@ -384,6 +392,8 @@ def render_html(doc: dict) -> str:
         doc=doc, views=views, summary_rows=summary_rows, totals=totals(doc), baselines=BASELINES,
         ratio_chart=ratio_chart(doc, "ratio-sync"), fmt=_fmt, par_band=PAR_BAND, slow_ratio=SLOW_RATIO,
         colours=LEVEL_COLOURS, status_level=status_level, outcome_level=outcome_level,
+        precision_level=precision_level, precision_ratio=PRECISION_RATIO,
+        graded=any((m.get("accuracy") or {}).get("three_way") for m in models),
         stress=stress_rows(doc.get("stress")))
 
 

@@ -32,6 +32,8 @@ import traceback
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from reports.mlts import precision_judgement
+
 from . import report
 
 
@@ -394,6 +396,9 @@ def _line(record: dict) -> str:
     sync = ((record.get("latency") or {}).get("driver") or {}).get("sync") or {}
     if sync.get("mean_ms") is not None:
         parts.append(f"sync {sync['mean_ms']:.2f} ms" + (f" ({r:.2f}x XNNPACK)" if r else ""))
+    graded = precision_judgement((record.get("accuracy") or {}).get("three_way"))
+    if graded and graded["level"] != "none":
+        parts.append(f"precision against float64: {graded['short']}")
     for e in record.get("errors") or []:
         first = e["message"].splitlines()[0] if e.get("message") else ""
         parts.append(f"{e['stage']} failed: {first[:200]}{'...' if len(first) > 200 else ''}")

@@ -18,7 +18,9 @@ without the ``remote`` extra, a driver that fails to load for a missing module, 
 The verdict: ``passed`` when every required suite ran and passed (exit 0, no failed test or
 unexpected pass, no inaccurate or failed MLTS model, no fuzz finding). Required: the CTS, the
 VTS, the random graphs, the fuzzer, and the MLTS when the ``mlts`` extra is installed (without
-it the MLTS is recorded as not run with the reason, and does not count). The ``scope``
+it the MLTS is recorded as not run with the reason, and does not count). The precision sweeps
+run, and are in the bundle and its report, but count only when the ``--profile`` file names
+them (``suites = ["precision"]``: :mod:`harness.requirements`). The ``scope``
 (:func:`run_scope`): ``full``, or ``quick`` (``--quick``), or ``partial`` (a suite left out with
 ``--skip``, a fuzzing budget under :data:`DEFAULT_FUZZ_SECONDS`). ``certified`` only when it
 passed and the scope is full; the ``verdict`` text is ``certified``, ``not certified``, or
@@ -49,6 +51,7 @@ from pathlib import Path
 
 from harness.expectations import load_baseline
 from harness.requirements import load_profile
+from harness import suites as table
 from harness.suites import QUICK_CORPUS, QUICK_FUZZ_SECONDS, QUICK_K
 from runtime.remote.client import is_remote_spec, remote_extra_missing
 
@@ -153,17 +156,22 @@ def verdict(suites: list, args) -> dict:
     """The verdict document from the suite results: ``passed`` (every required suite ran and
     passed), ``scope`` and ``scope_reasons`` (:func:`run_scope`), ``certified`` (passed, full
     scope), ``verdict`` (text), ``reasons`` (the scope's, then a line per suite that failed or
-    did not run) and every listed failure."""
+    did not run) and every listed failure. A suite the table does not require
+    (:attr:`harness.suites.SuiteSpec.required`: the precision sweeps) counts only when the
+    profile's ``suites`` names it; it is listed with its ``required`` flag either way."""
     scope, scope_reasons = run_scope(args)
     reasons, failures = list(scope_reasons), []
     blocking = False
+    wanted = load_profile(args.profile).suites
     for s in suites:
+        s.required = s.suite in wanted or table.suite(s.suite).required
         if s.status == "passed":
             continue
         optional = s.status == "not run" and s.suite == "mlts" and "left out" not in s.reason
-        blocking |= not optional
+        blocking |= not optional and s.required
         detail = s.reason or f"{s.failures_total} failing"
-        reasons.append(f"{s.suite}: {s.status}: {detail}" + (" (not required: MLTS unavailable)" if optional else ""))
+        reasons.append(f"{s.suite}: {s.status}: {detail}" + (" (not required: MLTS unavailable)" if optional else "")
+                       + ("" if s.required else f" (not required: profile {args.profile} does not name it)"))
         failures += [dict(f, suite=s.suite) for f in s.failures]
     certified = not blocking and scope == "full"
     text = "certified" if certified else "not certified" if scope == "full" else f"not certified ({scope} run)"

@@ -3,7 +3,7 @@
 crashes does not end the certification.
 
 Suites: ``cts`` (every corpus model in each ``--modes`` mode), ``vts``, ``random-graph``,
-``fuzz`` (a time budget, findings in ``results/fuzz/findings``) and ``mlts`` (``nncts mlts
+``precision`` (the sweeps; ``--sweep quick`` under ``--quick``), ``fuzz`` (a time budget, findings in ``results/fuzz/findings``) and ``mlts`` (``nncts mlts
 --quick``: real models' accuracy; only when the ``mlts`` extra imports). ``--quick`` runs the
 CI-sized selection: the V1_0 corpus directory filtered by :data:`harness.suites.QUICK_K` (quantized and
 broadcast ADD, a float CONV_2D, a quantized CONV_2D), one seed of a few random-graph
@@ -41,7 +41,8 @@ class SuiteResult:
     """One suite of a certification: ``status`` is ``passed``, ``failed`` or ``not run``;
     ``counts`` the outcome counts (records, MLTS models or fuzz findings); ``failures`` up to
     :data:`MAX_LISTED` of ``{"id", "message"}``; ``reason`` why it failed without a failing
-    test (exit code, time limit) or why it did not run."""
+    test (exit code, time limit) or why it did not run; ``required``: whether the verdict
+    needs it (the suite table's, or the profile's ``suites``: :func:`nncts.certify.verdict`)."""
 
     suite: str
     status: str
@@ -52,6 +53,7 @@ class SuiteResult:
     failures: list[dict] = field(default_factory=list)
     failures_total: int = 0
     reason: str = ""
+    required: bool = True
 
     def as_dict(self) -> dict:
         """The JSON form (``verdict.json``'s ``suites``)."""

@@ -9,7 +9,9 @@ drivers found. ``nncts coverage [--corpus DIR]... [--out DIR] [--op NAME]...`` p
 coverage matrix (:mod:`cts.coverage`) and writes ``coverage.json`` and ``coverage.html``.
 ``nncts random-graph [--driver NAME] [--seeds N] [--config PATTERN]... [PYTEST ARGS...]`` runs
 the random-graph suite (:mod:`random_graph`) the same way, reproducers under
-``<report dir>/graphs``. ``nncts specs build|check`` builds our own golden specs (:mod:`cts.specs`) or checks the
+``<report dir>/graphs``. ``nncts precision [--driver NAME] [--sweep full|quick] [PYTEST ARGS...]`` runs the precision
+sweeps (:mod:`precision`) the same way, and the report directory also gets ``precision.html``.
+``nncts specs build|check`` builds our own golden specs (:mod:`cts.specs`) or checks the
 built files are current (exit 1 naming the stale ones).
 ``nncts mlts [--driver NAME] [--models NAMES] [--report-dir DIR] [--quick]`` imports the bundled
 TFLite models (:mod:`mlts.run`), benchmarks them against ai-edge-litert, checks their accuracy
@@ -118,7 +120,7 @@ def _run_suite(spec: SuiteSpec, args, extra, suite_args: list[str] | None = None
         meta["environment"] = (read_run_file(stage) or {}).get("environment", {})
         write_reports(records, stage, title=f"{spec.title}: driver {_driver_label(args)}", meta=meta)
         staged.publish()
-    names = ["junit.xml", "outcomes.jsonl", "summary.json", "index.html"]
+    names = ["junit.xml", "outcomes.jsonl", "summary.json", "index.html", "precision.html"]
     print("report:", ", ".join(str(report_dir / n) for n in names if (report_dir / n).exists()))
     if interrupted:
         print(f"{prog}: interrupted: the report in {report_dir} is marked interrupted", file=sys.stderr)
@@ -222,7 +224,7 @@ def _driver_label(args) -> str:
 
 
 def _suite(args, parser) -> int:
-    """``nncts cts`` / ``nncts vts``: the suite of the table named by the command."""
+    """``nncts cts`` / ``vts`` / ``precision``: the suite of the table named by the command."""
     return _run_suite(suite(args.command), args, args.extra)
 
 
@@ -343,7 +345,15 @@ def build_parser(commands=None) -> OneLineParser:
                                                 "unknown arguments go to pytest",
                            "seconds one graph may take before it counts as a hang (default 300)", corpus=False,
                            plugin_options=wanted("random-graph"))
-    for p in (cts, vts):
+    sweeps = _add_suite_parser(sub, "precision", "precision sweeps: each unary element-wise operation of the table "
+                                                 "over every float16 input, every quant8 input and a stratified "
+                                                 "float32 sample, judged against the float64 truth (AOSP's tolerance "
+                                                 "the verdict, the error budget a grade; precision.html shows the "
+                                                 "ULP per operation and where in the range it lives); unknown "
+                                                 "arguments go to pytest",
+                               "seconds one sweep may take before it counts as a hang (default 300)", corpus=False,
+                               plugin_options=wanted("precision"))
+    for p in (cts, vts, sweeps):
         p.set_defaults(handler=_suite)
     rg.set_defaults(handler=_random_graph)
     sub.add_parser("drivers", help="list the drivers that --driver accepts by name").set_defaults(handler=_drivers)

@@ -238,11 +238,11 @@ def report(records: list[dict], out=None) -> dict:
     p(f"graphs: {total} drawn, {total - sum(gen_fail.values())} generated, "
       f"{sum(gen_fail.values())} generation failures in {len(gen_fail)} configurations")
     head = f"{'outputs':>7}  {'max|m|':>8}  {'p99|m|':>8}  {'mean(m)':>9}"
-    p(f"\nmean error per quantized output (quanta; m = mean(actual - expected), outputs of >= 10 elements)")
+    p("\nmean error per quantized output (quanta; m = mean(actual - expected), outputs of >= 10 elements)")
     p(f"{'family':<44} {'driver':<22} {'where':<11} {head}")
     for fam, driver, where in sorted(by_family):
         p(f"{fam:<44} {driver:<22} {where:<11} {_stats(by_family[(fam, driver, where)])}")
-    p(f"\noverall")
+    p("\noverall")
     flags = "  ".join(f"{'>' + format(b, 'g'):>6}" for b in BOUNDS)
     p(f"{'driver':<22} {'where':<11} {head}  {flags}   runs ok/skipped/failed, dims mismatches")
     summary = {}
@@ -271,7 +271,7 @@ def report(records: list[dict], out=None) -> dict:
           f"(some |m| > bound) in " + ", ".join(f"{sum(w > b for w in reached)} at {b:g}" for b in BOUNDS)
           + (f"; smallest largest-|m| of a graph {min(reached):.4f}" if reached else ""))
     if gen_fail:
-        p(f"\ngeneration failures (configuration: graphs; first error)")
+        p("\ngeneration failures (configuration: graphs; first error)")
         for name, n in sorted(gen_fail.items()):
             p(f"  {name}: {n}; {gen_examples[name][:160]}")
     failed = [(r["config"], r["seed"], run["driver"], run["where"], run["message"]) for r in records

@@ -7,6 +7,7 @@ import pytest
 from harness.graph_configs import criteria_for
 from harness.graphs import GenerationError, generate
 from harness.plugin import add_record_fields
+from random_graph.judge import record_fields
 from random_graph.minimize import minimize, size_of
 from random_graph.reproducer import write_reproducer
 from random_graph.run import run_graph
@@ -21,6 +22,7 @@ def test_random_graph(random_graph_case, nncts_device, request):
         pytest.fail(f"generator: {e}", pytrace=False)
     add_record_fields(request.node, operations=[t.name for t in tm.operation_types], feature_level=tm.feature_level)
     outcome = run_graph(tm, nncts_device)
+    add_record_fields(request.node, **record_fields(outcome))
     if outcome.status == "skipped":
         add_record_fields(request.node, skip_kind=outcome.skip_kind)
         pytest.skip(outcome.message)
@@ -30,7 +32,7 @@ def test_random_graph(random_graph_case, nncts_device, request):
     found = {"graph": str(write_reproducer(tm, dump)), "graph_size": size_of(tm)}
     if not request.config.getoption("no_minimize"):
         def still_fails(candidate):
-            return run_graph(candidate, nncts_device).kind == outcome.kind
+            return run_graph(candidate, nncts_device, three_way=False).kind == outcome.kind
 
         small = minimize(tm, still_fails)
         found.update(minimized=str(write_reproducer(small, dump, "-minimized")), minimized_size=size_of(small))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from harness.records import read_records
 
+from . import precision
 from .run import SuiteDir, build, render_html
 
 #: summary.json's keys (the report document's subset people rely on), besides ``status``.
@@ -23,9 +24,11 @@ def write_reports(records_path: str | Path, out_dir: str | Path, title: str,
     returns their paths. The replay commands use ``meta``'s driver and corpus."""
     records = [dict(r, suite=r.get("suite", "cts")) for r in read_records(records_path)]
     out_dir = Path(out_dir)
-    doc = build([SuiteDir(Path(records_path).parent, records, dict(meta or {}))], title, meta)
+    dirs = [SuiteDir(Path(records_path).parent, records, dict(meta or {}))]
+    doc = build(dirs, title, meta)
     summary = {k: doc[k] for k in SUMMARY_KEYS}
     summary["status"] = (meta or {}).get("status", "complete")
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, sort_keys=True))
     (out_dir / "index.html").write_text(render_html(doc, records), encoding="utf-8")
-    return [out_dir / "summary.json", out_dir / "index.html"]
+    page = precision.write_page(dirs, out_dir)
+    return [out_dir / "summary.json", out_dir / "index.html"] + ([page] if page else [])

@@ -46,7 +46,23 @@ The run document (plain JSON-serializable dicts; :mod:`mlts.run` builds it, the
                             "tolerance": float, "ratio": float}]
                           (optional: the divergence locator's per-layer errors, drawn as a chart),
                 "reference": str (what TFLite ran, e.g. "ai-edge-litert 2.3.0 builtin kernels"),
-                "detection_note": str (why detections were not decoded)}
+                "detection_note": str (why detections were not decoded),
+                "three_way": THREE_WAY (optional: precision against the float64 truth)}
+
+    THREE_WAY = (mlts.three_way) {"outputs": [PRECISION], "ratio": float or None (worst output),
+                 "tflite_ratio": float or None, "driver_vs_tflite": float or None,
+                 "truth_s": float, "reference_s": float (seconds), "truth": str, "reference": str,
+                 "tflite": str (what TFLite ran, "" without it), "definition": str,
+                 "error": str (only when the truth could not be computed; no outputs then)}
+    PRECISION = {"index": int, "name": str, "dtype": str, "unit": "ULP" | "quanta" | "mismatches",
+                 "driver" | "reference" | "tflite" (None without TFLite):
+                     {"max": float, "mean": float (float outputs: in ULP of the output's largest
+                      magnitude), "max_elementwise": float or None (float outputs: in ULP at each
+                      element's magnitude), "nonfinite": int},
+                 "ratio": driver max / max(reference max, 1) (float outputs: ``times_worse`` of
+                          runtime.precision.three_way.compare, the random graphs' definition),
+                 "tflite_ratio": TFLite max / max(reference max, 1) (the same),
+                 "driver_vs_tflite": driver max / max(TFLite max, 1)}   (non-finite figures: null)
 
     STRESS = a record of mlts.stress (``run_tests``): {"test": str, "driver": str,
               "outcome": "SUCCESS" | "FAILURE" | "HANG" | "CRASH", "duration": seconds,
@@ -75,6 +91,11 @@ colour cannot disagree with the words or the numbers beside it. Levels and their
 * the divergence locator (:func:`divergence_judgement`): an operator beyond tolerance in
   isolation: bad; none in isolation but layers beyond (accumulated drift): warn, with the
   count; every compared layer within: good; no per-layer figures: none;
+* precision against the float64 truth (:func:`precision_judgement`, a second grade beside
+  the accuracy verdict, which it never changes): the worst output's ratio (the driver's
+  error / the reference float32 path's own error, both against the truth) up to
+  :data:`PRECISION_RATIO`: good; beyond it: warn; a NaN or infinity where the truth is
+  finite: bad; not graded: none;
 * a model's status (:func:`status_level`): passed good, inaccurate and failed bad (either
   makes ``nncts mlts`` exit 1); a
   stress outcome (:func:`outcome_level`): SUCCESS good, anything else bad.
@@ -94,6 +115,11 @@ SLOW_RATIO = 2.0
 #: The colour of each judgement level (page CSS and chart marks alike).
 LEVEL_COLOURS = {"good": "#007700", "warn": "#b36200", "bad": "#bb0000", "none": "#777777"}
 #: A model status's level: inaccurate is red like failed (either makes ``nncts mlts`` exit 1).
+#: A driver's worst output error up to this many times the reference float32 path's own
+#: error (both against the float64 truth) is graded good: float32 implementations summing in
+#: other orders land there (TFLite's builtin and XNNPACK kernels on the bundled models: at
+#: most 5.1x, docs/suites/mlts.md); beyond it is amber.
+PRECISION_RATIO = 10.0
 STATUS_LEVELS = {"passed": "good", "inaccurate": "bad", "failed": "bad"}
 
 
@@ -270,15 +296,74 @@ def divergence_judgement(acc: dict | None) -> dict | None:
             "text": "no operator found beyond tolerance (per-layer figures not recorded)"}
 
 
+def _times(r) -> str:
+    return "n/a" if r is None else f"{r:.3g}\u00d7"
+
+
+def precision_level(ratio: float | None, nonfinite: int = 0) -> str:
+    """The level of one precision ratio (driver error / the reference's own, against the
+    float64 truth): ``bad`` with non-finite driver elements, ``none`` without a ratio,
+    ``good`` up to :data:`PRECISION_RATIO`, ``warn`` beyond."""
+    if nonfinite:
+        return "bad"
+    if ratio is None:
+        return "none"
+    return "good" if ratio <= PRECISION_RATIO else "warn"
+
+
+def precision_judgement(three_way: dict | None) -> dict | None:
+    """The precision claim of a model (ACCURACY's ``three_way`` or None: not graded, None is
+    returned): ``{"level", "short", "text", "ratio", "output"}``. ``bad`` when the driver
+    gives a NaN or infinity where the truth is finite; ``good`` when the worst output's
+    ``ratio`` (driver error / the reference's own, against the float64 truth) is at most
+    :data:`PRECISION_RATIO`; ``warn`` beyond; ``none`` when the truth could not be computed
+    or no output has a ratio. The text names the worst output and TFLite's ratio; ``short`` is "exact" when every
+    output equals the truth."""
+    if three_way is None:
+        return None
+    out = {"ratio": three_way.get("ratio"), "output": None}
+    if three_way.get("error"):
+        return {**out, "level": "none", "short": "not graded", "text": f"precision not graded: {three_way['error']}"}
+    rows = [o for o in three_way.get("outputs") or [] if o.get("ratio") is not None
+            or (o.get("driver") or {}).get("nonfinite")]
+    if not rows:
+        return {**out, "level": "none", "short": "not graded", "text": "no output to grade against the float64 truth"}
+    nonfinite = [o for o in rows if (o.get("driver") or {}).get("nonfinite")]
+    if nonfinite:
+        o = nonfinite[0]
+        return {**out, "output": o.get("name"), "level": "bad", "short": "NaN/inf",
+                "text": f"output {o.get('index')} {o.get('name') or ''}: {o['driver']['nonfinite']} elements NaN or "
+                        "infinite where the float64 truth is finite"}
+    worst = max((o for o in rows if o.get("ratio") is not None), key=lambda o: o["ratio"])
+    r = worst["ratio"]
+    level = precision_level(r)
+    tfl = three_way.get("tflite_ratio")
+    label = f" ({three_way['tflite']})" if three_way.get("tflite") else ""
+    beside = f"; TFLite{label}: {_times(tfl)}" if tfl is not None else ""
+    where = f"output {worst.get('index')} {worst.get('name') or ''}".strip()
+    unit = worst.get("unit") or "ULP"
+    unit = "ULP of the output's largest magnitude" if unit == "ULP" else unit
+    text = (f"{_times(r)} the reference float32 path's own error against the float64 truth at worst ({where}: "
+            f"{_g(worst['driver']['max'])} {unit} max, the reference {_g(worst['reference']['max'])}){beside}")
+    if level == "warn":
+        text += f"; more than {PRECISION_RATIO:g}\u00d7"
+    if all((o.get("driver") or {}).get("max") == 0 for o in rows):
+        return {**out, "output": None, "level": level, "short": "exact",
+                "text": "every output equal to the float64 truth (the truth of a quantized model rounds once per "
+                        f"quantized operation){beside}"}
+    return {**out, "output": worst.get("name"), "level": level, "short": f"{_times(r)} reference", "text": text}
+
+
 def judge_model(model: dict) -> dict:
     """Every judgement of one model, as the page shows it and ``mlts.json`` records it:
     ``{"status", "status_level", "accuracy": accuracy_judgement, "divergence":
-    divergence_judgement or None, "latency": {mode: {baseline: ratio_marker}}}`` (``latency``
-    has the driver modes measured, in :data:`DRIVER_MODES` order)."""
+    divergence_judgement or None, "precision": precision_judgement or None, "latency":
+    {mode: {baseline: ratio_marker}}}`` (``latency`` has the driver modes measured, in
+    :data:`DRIVER_MODES` order)."""
     status = model_status(model)
     acc = model.get("accuracy")
     modes = (model.get("latency") or {}).get("driver") or {}
     return {"status": status, "status_level": status_level(status), "accuracy": accuracy_judgement(acc),
-            "divergence": divergence_judgement(acc),
+            "divergence": divergence_judgement(acc), "precision": precision_judgement((acc or {}).get("three_way")),
             "latency": {mode: {b: ratio_marker(latency_ratio(model, mode, b)) for b in BASELINES}
                         for mode in DRIVER_MODES if modes.get(mode)}}

@@ -18,19 +18,19 @@ from pathlib import Path
 
 import jinja2
 
-from harness.records import EXPECTATION_OUTCOMES, per_mode, per_operation, per_source, read_json, read_records, totals
+from harness.records import (EXPECTATION_OUTCOMES, per_mode, per_operation, per_source, precision_summary, read_json,
+                             read_records, totals)
 
-from . import charts, junit, matrix, verdict
+from . import charts, junit, matrix, precision, random_graph, verdict
 from .clusters import cluster_failures
 from .mlts import model_status
 from .replay import replay_command
+from .templating import ENV
 
 RECORDS, SUMMARY, MLTS, RESULTS = "outcomes.jsonl", "summary.json", "mlts.json", "results"
 #: Outcomes that fail a run (listed with their replay command).
 FAILING = ("failed", "unexpected_pass")
 
-_ENV = jinja2.Environment(loader=jinja2.PackageLoader("reports", "templates"),
-                          autoescape=jinja2.select_autoescape(["html", "j2"]))
 
 
 @dataclass
@@ -159,13 +159,16 @@ def build(dirs: list[SuiteDir], title: str, meta: dict | None = None) -> dict:
             "verdict": verdict.for_run(dirs),
             "failures": _listed(dirs, FAILING), "known_failures": _listed(dirs, ("known_failure",)),
             "flaky": _listed(dirs, ("flaky",)), "mlts": _mlts_rows(dirs),
+            "random_graph": random_graph.section(records),
+            "precision": precision.overview(precision.rows_of(dirs)),
+            "cts_precision": precision_summary(records),
             "skips": [{"suite": r["suite"], "id": r["id"], "skip_kind": r.get("skip_kind", ""),
                        "message": r.get("message", "")} for r in records if r["outcome"] == "skipped"]}
 
 
 def template() -> jinja2.Template:
     """The report page's template (``templates/report.html.j2``)."""
-    return _ENV.get_template("report.html.j2")
+    return ENV.get_template("report.html.j2")
 
 
 def render_html(doc: dict, records) -> str:
@@ -188,4 +191,5 @@ def write_run_report(run_dirs: list[Path], out_dir: Path, title: str, meta: dict
     (out_dir / "report.json").write_text(json.dumps(doc, indent=1, sort_keys=True), encoding="utf-8")
     (out_dir / "index.html").write_text(render_html(doc, records), encoding="utf-8")
     junit.write(records, out_dir / "junit.xml")
-    return [out_dir / "index.html", out_dir / "report.json", out_dir / "junit.xml"]
+    page = precision.write_page(dirs, out_dir)
+    return [out_dir / "index.html", out_dir / "report.json", out_dir / "junit.xml"] + ([page] if page else [])

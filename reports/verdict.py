@@ -21,12 +21,12 @@ import os
 import urllib.parse
 from pathlib import Path
 
-import jinja2
 
 from harness.records import read_json, read_records
 from harness.suites import suite as suite_spec
 
 from .clusters import cluster_failures
+from .templating import ENV
 
 VERDICT, RESULTS = "verdict.json", "results"
 #: Where ``nncts certify`` writes the bundle's report (links are relative to it by default).
@@ -40,8 +40,6 @@ MAX_TESTS_SHOWN = 50
 #: and failures list have them all).
 MAX_CLUSTERS_SHOWN = 20
 
-_ENV = jinja2.Environment(loader=jinja2.PackageLoader("reports", "templates"),
-                          autoescape=jinja2.select_autoescape(["html", "j2"]))
 
 
 def bundle_of(dirs) -> Path | None:
@@ -110,10 +108,14 @@ def _failures(entries: list[dict], bundle: Path, page_dir: Path) -> list[dict]:
 
 
 def _label(entry: dict) -> str:
-    """The suite's verdict in words: passed, failed, not run, or not run (not required)."""
+    """The suite's verdict in words: passed, failed, not run, or either of the last two with
+    `` (not required)`` (an unavailable MLTS; a suite the verdict did not count: ``required``
+    false, the precision sweeps unless the profile names them)."""
     status = str(entry.get("status", "unknown"))
     if status == "not run" and entry.get("suite") == "mlts" and "left out" not in str(entry.get("reason", "")):
         return "not run (not required)"
+    if status != "passed" and entry.get("required") is False:
+        return f"{status} (not required)"
     return status
 
 
@@ -197,7 +199,7 @@ def write_fuzz_page(bundle: Path) -> Path | None:
         return None
     entry["links"] = [link for link in entry["links"] if link["text"] != "page"]
     page = folder / "index.html"
-    page.write_text(_ENV.get_template("fuzz.html.j2").render(s=entry, driver=doc.get("driver")), encoding="utf-8")
+    page.write_text(ENV.get_template("fuzz.html.j2").render(s=entry, driver=doc.get("driver")), encoding="utf-8")
     return page
 
 
@@ -212,7 +214,7 @@ def headline(v: dict | None) -> str:
     if v["passed"]:
         return f"{v['verdict']}: every required suite passed"
     bad = [f"{s['suite']} {s['label']}" for s in v["suites"]
-           if s["status"] != "passed" and s["label"] != "not run (not required)"]
+           if s["status"] != "passed" and not s["label"].endswith("(not required)")]
     return f"{v['verdict']}: {', '.join(bad) or 'no suite results'}"
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import OperandType, OperationType
+from . import budgets
 from .base import OpContext, OperationDef, register, scalar, sig, tensor
 from .common import from_float
 from .elementwise import (F16, F32, Q8, Q8S, draft_range, real, same_shape, unary_execute,
@@ -53,12 +54,14 @@ def _prepare(ctx: OpContext):
 
 def _execute_elu(ctx: OpContext):
     """ELU: ``max(0, x) + min(0, alpha * (exp(x) - 1))`` on input 0 with the scalar input 1
-    (``alpha``); float32 arithmetic for TENSOR_FLOAT32, float64 for TENSOR_FLOAT16. Returns
-    an array of the input's shape and dtype."""
+    (``alpha``); float32 arithmetic for TENSOR_FLOAT32, float64 for TENSOR_FLOAT16. ``exp(x) -
+    1`` is computed as ``expm1(x)``: the subtraction cancels for small |x| (0 instead of x
+    below |x| = 2^-25 in float32, 2^-54 in float64, so the float64 truth too; the precision
+    sweep found it). Returns an array of the input's shape and dtype."""
     x = real(ctx, 0)
     alpha = np.asarray(ctx.scalar(1), dtype=x.dtype)
     with np.errstate(all="ignore"):
-        y = np.maximum(x.dtype.type(0), x) + np.minimum(x.dtype.type(0), alpha * (np.exp(x) - 1))
+        y = np.maximum(x.dtype.type(0), x) + np.minimum(x.dtype.type(0), alpha * np.expm1(x))
     return [from_float(ctx.outputs[0], y)]
 
 
@@ -75,15 +78,17 @@ register(OperationDef(
          [tensor("output", F32, ANY)]),
      sig(4, [tensor("input", F16, ANY), scalar("alpha", OperandType.FLOAT16)],
          [tensor("output", F16, ANY)])),
-    _prepare, _execute_elu, generate=_generate_elu,
+    _prepare, _execute_elu, generate=_generate_elu, error_budget=budgets.elementwise(OperationType.ELU),
     summary="max(0, x) + min(0, alpha * (exp(x) - 1))", aosp_source="EluExecution.cpp"))
 
 
 # --- HARD_SWISH ------------------------------------------------------------------------------
 
 def _hard_swish(x: np.ndarray) -> np.ndarray:
-    """``x * max(0, min(6, x + 3)) / 6`` in ``x``'s float dtype."""
-    return x * np.clip(x + 3, 0, 6) / 6
+    """``x * max(0, min(6, x + 3)) / 6`` in ``x``'s float dtype, the factor divided first:
+    ``x * (6 / 6)`` is ``x`` exactly, where ``(x * 6) / 6`` overflows float32 for x > 5.7e37
+    (the precision sweep found it; ``precision/``)."""
+    return x * (np.clip(x + 3, 0, 6) / 6)
 
 
 def _generate_hard_swish(d) -> None:
@@ -96,5 +101,6 @@ register(OperationDef(
     OperationType.HARD_SWISH,
     unary_sigs(4, (F16, F32, Q8, Q8S), ANY),
     _prepare, unary_execute(_hard_swish, raw_types=()), generate=_generate_hard_swish,
+    error_budget=budgets.elementwise(OperationType.HARD_SWISH),
     summary="x * max(0, min(6, x + 3)) / 6", allows_zero_sized_input=True,
     aosp_source="ActivationExecution.cpp"))

@@ -38,8 +38,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import OperandType, OperationType
+from . import budgets
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import check_same_quant, read_axis
+from .decision_rules import arg_decision, topk_decision
 
 T = OperandType
 I32 = T.TENSOR_INT32
@@ -92,10 +94,10 @@ def _arg_sigs():
 
 register(OperationDef(OperationType.ARGMAX, _arg_sigs(), _arg_prepare, _arg_kernel(np.argmax),
                       summary="index of the largest element along an axis",
-                      aosp_source="CpuExecutor.cpp", generate=_generate_arg))
+                      aosp_source="CpuExecutor.cpp", generate=_generate_arg, decision=arg_decision))
 register(OperationDef(OperationType.ARGMIN, _arg_sigs(), _arg_prepare, _arg_kernel(np.argmin),
                       summary="index of the smallest element along an axis",
-                      aosp_source="CpuExecutor.cpp", generate=_generate_arg))
+                      aosp_source="CpuExecutor.cpp", generate=_generate_arg, decision=arg_decision))
 
 
 # --- TOPK_V2 -------------------------------------------------------------------------------
@@ -149,4 +151,5 @@ register(OperationDef(
               [tensor("values", t, None), tensor("indices", I32, None)]) for lv, t in LEVELS),
     _topk_prepare, _topk_execute, validate=_topk_validate,
     summary="k largest entries of the last dimension, and their indices",
-    aosp_source="TopK_V2Execution.cpp", generate=_generate_topk))
+    aosp_source="TopK_V2Execution.cpp", generate=_generate_topk, decision=topk_decision,
+    error_budget=budgets.exact("selection")))

@@ -263,11 +263,13 @@ class OperationDef:
     error_budget: Callable[[OpContext], object] | None = None
 
     #: For a discontinuous operation (comparisons, ARGMAX / ARGMIN, TOPK_V2, FLOOR, CAST or
-    #: QUANTIZE of a float ...): ``decision(ctx, errors)`` -> one bool mask per output, true
-    #: where the element's answer could change when each float input moves within its
-    #: allowed error (``errors``: per input an array of absolute errors, or None), so more
-    #: than one answer is right. None: a continuous operation (see
-    #: :mod:`runtime.precision.decisions`).
+    #: QUANTIZE of a float ...): ``decision(ctx, errors, results)`` -> per output a bool mask
+    #: of its shape (or None: no element), true where the element's answer could change when
+    #: each input moves within its allowed error (``errors``: per input None, exact, or a
+    #: float64 array of absolute errors in real units broadcastable to its value;
+    #: ``results``: the reference's outputs), so more than one answer is right. Rules:
+    #: :mod:`runtime.ops.decision_rules`; read by :mod:`runtime.precision.decisions`. None: a
+    #: continuous operation.
     decision: Callable | None = None
 
     @property

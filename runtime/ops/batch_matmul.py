@@ -42,6 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import OperandType, OperationType
+from . import budgets
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import from_float, to_float
 from .error_inputs import PREPARE, grown
@@ -153,4 +154,4 @@ register(OperationDef(OperationType.BATCH_MATMUL, SIGNATURES, prepare, execute,
                       generate=_generate, error_inputs=_error_inputs,
                       summary="matrix product of each batch slice, optionally adjointing "
                               "either operand", aosp_source="BatchMatmulExecution.cpp",
-                      weight_slots=("rhs",)))
+                      weight_slots=("rhs",), error_budget=budgets.batch_matmul()))

@@ -42,8 +42,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import OperandType, OperationType, operand_dtype
+from . import budgets
 from .base import OpContext, OperationDef, register, sig, tensor
 from .common import QUANT_RANGES, computing_truth, round_half_away, value_dtype
+from .decision_rules import cast_decision, quantize_decision
 from .elementwise import BOOL8, F16, F32, I32, Q8, Q8S, draft_range, linked, same_shape
 from .generation import quant_limits
 
@@ -119,7 +121,8 @@ register(OperationDef(
           for a in _CAST_TYPES for b in _CAST_TYPES)
     + tuple(sig(4, [tensor("input", t, ANY)], [tensor("output", t, ANY)])
             for t in _FL4_IDENTITY_TYPES),
-    _prepare, _execute_cast, generate=_generate_cast,
+    _prepare, _execute_cast, generate=_generate_cast, decision=cast_decision,
+    error_budget=budgets.elementwise(OperationType.CAST),
     summary="stored values converted to the output type (scale and zeroPoint ignored)",
     aosp_source="CpuExecutor.cpp",
     # coupling: CAST converts stored values and ignores scale / zeroPoint, so a
@@ -145,6 +148,6 @@ register(OperationDef(
     OperationType.QUANTIZE,
     tuple(sig(level, [tensor("input", t, ANY)], [tensor("output", o, ANY)])
           for level, o in ((3, Q8), (4, Q8S)) for t in (F16, F32)),
-    _prepare, _execute_quantize, generate=_generate_quantize,
+    _prepare, _execute_quantize, generate=_generate_quantize, decision=quantize_decision,
     summary="round(x / scale) + zeroPoint, saturated", allows_zero_sized_input=True,
     aosp_source="QuantizeExecution.cpp"))

@@ -40,8 +40,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import OperationType
+from . import budgets
 from .base import OpContext, OperationDef, check, register, sig, tensor
 from .common import from_float, to_float
+from .decision_rules import comparison_decision
 from .elementwise import (BOOL8, F16, F32, I32, Q8, Q8S, QUANT8, bool_values,
                           broadcast_shape, draft_broadcast, linked, same_shape, unary_sigs)
 from .generation import fill, quant_limits
@@ -136,7 +138,7 @@ for _op, _fn, _symbol in (
                               0.85 if _op in (OperationType.EQUAL, OperationType.NOT_EQUAL)
                               else 0.5),
                           summary=f"input0 {_symbol} input1 with broadcasting -> TENSOR_BOOL8",
-                          aosp_source="ComparisonsExecution.cpp"))
+                          aosp_source="ComparisonsExecution.cpp", decision=comparison_decision))
 
 
 def _logical(fn):
@@ -205,7 +207,7 @@ register(OperationDef(
     tuple(sig(level, [tensor("condition", BOOL8, ANY), tensor("input1", t, ANY),
                       tensor("input2", t, ANY)], [tensor("output", t, ANY)])
           for level, types in ((3, (F16, F32, I32, Q8)), (4, (Q8S,))) for t in types),
-    _prepare_select, _execute_select,
+    _prepare_select, _execute_select, error_budget=budgets.exact("selection"),
     generate=_generate_select,
     summary="condition ? input1 : input2, element-wise (same shapes)",
     aosp_source="SelectExecution.cpp"))

@@ -76,6 +76,7 @@ import numpy as np
 
 from ..errors import OperationError
 from ..types import OperandType, OperationType
+from . import budgets
 from .base import Arg, OpContext, OperandView, OperationDef, Signature, check, register, scalar, sig, tensor
 
 T = OperandType
@@ -283,6 +284,7 @@ register(ControlFlowDef(
     _no_kernel, _no_kernel, _if_validate,
     summary="run the then or else subgraph on the data inputs, chosen by a TENSOR_BOOL8 [1] condition",
     fixed_inputs=3, min_data=0, run=_if_run, check_references=_if_check_references,
+    error_budget=budgets.control_flow(),
     allows_zero_sized_input=True, aosp_source="CpuExecutor.cpp",
     # dynamic shapes: AOSP's generator derives no dynamic-output variant of a model whose
     # outputs come from a referenced subgraph (the branch's outputs fix them)
@@ -295,6 +297,7 @@ register(ControlFlowDef(
     _no_kernel, _no_kernel, None,
     summary="run the body subgraph while the condition subgraph gives true; outputs the loop values",
     fixed_inputs=2, min_data=1, run=_while_run, check_references=_while_check_references,
+    error_budget=budgets.control_flow(),
     allows_zero_sized_input=True, aosp_source="CpuExecutor.cpp",
     # dynamic shapes: as IF, the outputs come from the body subgraph's
     dynamic_shape_excluded=True,

@@ -95,6 +95,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..types import OperationType
+from . import budgets
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (Window2D, check_fuse_code, from_float, from_nhwc, layout_dims,
                      meets_fl1_output_scale, nhwc_dims, read_window, to_float, to_nhwc, window_args)
@@ -425,6 +426,7 @@ for _op, _kind, _sigs, _summary in (
     register(OperationDef(_op, _sigs, _prepare, _execute, validate=_validator(_kind),
                           generate=_generate_conv(_kind), summary=_summary,
                           error_inputs=_error_inputs(_kind),
+                          error_budget=budgets.conv("depthwise" if _kind == DEPTHWISE else "conv"),
                           allows_zero_sized_input=_kind != GROUPED,
                           aosp_source={CONV: "Conv2DExecution.cpp",
                                        DEPTHWISE: "DepthwiseConv2DExecution.cpp"}.get(

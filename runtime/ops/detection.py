@@ -92,8 +92,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import OperandType, OperationType, is_quantized_type
+from . import budgets
 from .base import OpContext, OperandView, OperationDef, check, register, scalar, sig, tensor
 from .common import from_float, layout_dims, layout_flag, nhwc_dims, to_float, to_nhwc
+from .decision_rules import any_error_decision
 from .generation import in_range, quant_limits
 
 T = OperandType
@@ -380,6 +382,7 @@ def _generate_bbox(d) -> None:
 
 register(OperationDef(OperationType.AXIS_ALIGNED_BBOX_TRANSFORM, _bbox_sigs(), _bbox_prepare,
                       _bbox_execute, generate=_generate_bbox,
+                      error_budget=budgets.composed(budgets.Ulps(40.5, 10.5), "box decoding"),
                       summary="Bounding-box regression of rois by per-class deltas, clipped to the image",
                       allows_zero_sized_input=True, aosp_source="GenerateProposalsExecution.cpp"))
 
@@ -503,7 +506,8 @@ def _generate_nmslimit(d) -> None:
 
 
 register(OperationDef(OperationType.BOX_WITH_NMS_LIMIT, _nmslimit_sigs(), _nmslimit_prepare,
-                      _nmslimit_execute, generate=_generate_nmslimit,
+                      _nmslimit_execute, generate=_generate_nmslimit, error_budget=budgets.box_with_nms_limit(),
+                      decision=any_error_decision(0, 1),
                       summary="Per-class hard / linear / Gaussian NMS with score threshold and "
                               "detection limit",
                       allows_zero_sized_input=True, aosp_source="GenerateProposalsExecution.cpp"))
@@ -627,6 +631,8 @@ def _generate_proposals(d) -> None:
 
 register(OperationDef(OperationType.GENERATE_PROPOSALS, _proposal_sigs(), _proposal_prepare,
                       _proposal_execute, generate=_generate_proposals,
+                      error_budget=budgets.composed(budgets.Ulps(40.5, 10.5), "box decoding"),
+                      decision=any_error_decision(0, 1, 2, 3),
                       summary="Region proposals from anchors, box deltas and objectness scores",
                       aosp_source="GenerateProposalsExecution.cpp"))
 
@@ -766,5 +772,7 @@ def _generate_postprocess(d) -> None:
 
 register(OperationDef(OperationType.DETECTION_POSTPROCESSING, _postprocess_sigs(),
                       _postprocess_prepare, _postprocess_execute, generate=_generate_postprocess,
+                      error_budget=budgets.composed(budgets.Ulps(40.5, 10.5), "box decoding"),
+                      decision=any_error_decision(0, 1, 2),
                       summary="SSD box decoding with regular or fast NMS (fixed-size outputs)",
                       aosp_source="GenerateProposalsExecution.cpp"))

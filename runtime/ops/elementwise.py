@@ -50,8 +50,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import OperandType, OperationType
+from . import budgets
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import apply_activation, check_fuse_code, from_float, to_float
+from .decision_rules import floor_decision
 from .error_inputs import chain, changed, fixed_output_quant, fuse_code, output_quant_of_input
 from .generation import quant_limits
 
@@ -379,7 +381,7 @@ for _op, _fn, _ifn, _levels in (
         (OperationType.DIV, np.divide, _int32_floor_divide, [(2, (F32,)), (3, (F16,)), (4, (I32,))])):
     register(OperationDef(_op, _binary_signatures(_levels), _binary_prepare,
                           int32_binary_execute(_ifn, binary_execute(_fn, 2)),
-                          validate=_binary_validate, generate=_generate_binary,
+                          validate=_binary_validate, generate=_generate_binary, error_budget=budgets.elementwise(_op),
                           error_inputs=chain(fuse_code(2, f"NNAPI types.spec {_op.name}"),
                                              *([_mul_output_scale] if _op == OperationType.MUL else [])),
                           summary=f"{_op.name}(input0, input1) with broadcasting and fused activation",
@@ -405,7 +407,11 @@ def _same_quant_validate(ctx: OpContext):
 
 
 def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
+    """``1 / (1 + exp(-x))``, for x < 0 as ``exp(x) / (1 + exp(x))``: exp(-x) overflows float32
+    from x = -88.7, which gave 0 where the result is a subnormal (the precision sweep found
+    it); the same two roundings elsewhere."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
 _Q_ACTIVATION_SIGS = unary_sigs(1, (F32, Q8)) + unary_sigs(3, (F16,)) + unary_sigs(4, (Q8S,))
@@ -476,8 +482,10 @@ for _op, _fn, _sigs, _summary, _validate in (
          None)):
     register(OperationDef(_op, _sigs, _prepare, unary_execute(_fn, raw_types=()),
                           validate=_validate, summary=_summary, generate=_GENERATE[_op],
+                          error_budget=budgets.elementwise(_op),
                           error_inputs=_ERROR_INPUTS.get(_op),
                           allows_zero_sized_input=_op != OperationType.FLOOR,
+                          decision=floor_decision if _op == OperationType.FLOOR else None,
                           aosp_source={OperationType.FLOOR: "ElementwiseExecution.cpp",
                                        OperationType.DEQUANTIZE: "DequantizeExecution.cpp"}.get(
                                            _op, "ActivationExecution.cpp")))

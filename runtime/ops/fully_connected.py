@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import OperandType, OperationType
+from . import budgets
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .error_inputs import PREPARE, chain, changed, grown, quant_bias
 from .window import (GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, check_work, draft_bias,
@@ -144,4 +145,4 @@ register(OperationDef(OperationType.FULLY_CONNECTED, SIGNATURES, prepare, execut
                       validate=validate, generate=_generate, error_inputs=_ERROR_INPUTS,
                       summary="activation(input * weights' + bias), input flattened to 2-D",
                       allows_zero_sized_input=True, aosp_source="FullyConnectedExecution.cpp",
-                      weight_slots=("weights",)))
+                      weight_slots=("weights",), error_budget=budgets.fully_connected()))

@@ -42,6 +42,7 @@ import math
 import numpy as np
 
 from ..types import OperandType, OperationType
+from . import budgets
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import check_same_quant, int_vector, read_axis
 from .error_inputs import PREPARE, axis_out_of_range, chain, grown, output_quant_of_input
@@ -83,6 +84,7 @@ def _reg(op, sigs, prepare, execute, summary, error_inputs=None, **kw):
     (a quantized output 0 off input 0's scale / zeroPoint) come before ``error_inputs``."""
     same = output_quant_of_input("must equal input scale", f"NNAPI types.spec {op.name}")
     register(OperationDef(op, sigs, prepare, execute, validate=_same_quant, summary=summary,
+                          error_budget=budgets.exact(),
                           error_inputs=same if error_inputs is None else chain(same, error_inputs),
                           **kw))
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import OperandType, OperationType
+from . import budgets
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import from_float, from_nhwc, layout_flag, read_axis, to_float, to_nhwc
 from .elementwise import linked
@@ -121,7 +122,7 @@ register(OperationDef(
                   scalar("beta", _FLOAT_SCALAR[t]), scalar("epsilon", _FLOAT_SCALAR[t]),
                   scalar("layout", T.BOOL)], [tensor("output", t, (4,))])
           for t in (F32, F16)),
-    _in_prepare, _in_execute, generate=_generate_instance_norm,
+    _in_prepare, _in_execute, generate=_generate_instance_norm, error_budget=budgets.instance_normalization(),
     summary="(x - mean) * gamma / sqrt(var + epsilon) + beta per batch and channel over H, W",
     aosp_source="InstanceNormalizationExecution.cpp"))
 
@@ -188,6 +189,7 @@ register(OperationDef(
                   scalar("axis", T.INT32)], [tensor("output", t, None)])
           for t in (F32, F16)),
     _ls_prepare, _ls_execute, validate=_ls_validate, generate=_generate_log_softmax,
+    error_budget=budgets.log_softmax(),
     error_inputs=chain(scalar_values(1, (0.0, -1.0), "must be a positive scaling factor",
                                      "LOG_SOFTMAX beta {value} is not positive (NNAPI types.spec)"),
                        axis_out_of_range(2)),

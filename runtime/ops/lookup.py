@@ -29,8 +29,10 @@ import math
 import numpy as np
 
 from ..types import OperandType, OperationType
+from . import budgets
 from .base import OpContext, OperandView, OperationDef, check, register, scalar, sig, tensor
 from .common import is_quant
+from .decision_rules import any_error_decision
 
 T = OperandType
 F32, I32, Q8 = T.TENSOR_FLOAT32, T.TENSOR_INT32, T.TENSOR_QUANT8_ASYMM
@@ -216,7 +218,7 @@ register(OperationDef(
     tuple(sig(level, [tensor("lookups", I32, (1,)), tensor("values", t, None)],
               [tensor("output", t, None)])
           for level, t in ((1, F32), (3, I32), (3, Q8), (4, F16), (4, Q8S))),
-    _embedding_prepare, _embedding_execute, generate=_generate_embedding,
+    _embedding_prepare, _embedding_execute, generate=_generate_embedding, error_budget=budgets.exact("lookup"),
     summary="output[i] = values[lookups[i]] (slices of the first dimension)",
     aosp_source="CpuExecutor.cpp"))
 
@@ -297,7 +299,7 @@ register(OperationDef(
     tuple(sig(1, [tensor("lookups", I32, (1,)), tensor("keys", I32, (1,)),
                   tensor("values", t, None)],
               [tensor("output", t, None), tensor("hits", Q8, (1,), fixed_quant=(1.0, 0))]) for t in (F32, I32, Q8)),
-    _hashtable_prepare, _hashtable_execute, generate=_generate_hashtable,
+    _hashtable_prepare, _hashtable_execute, generate=_generate_hashtable, error_budget=budgets.exact("lookup"),
     summary="output[i] = values[j] where keys[j] == lookups[i], hits[i] = found",
     aosp_source="CpuExecutor.cpp",
     # coupling: no TENSOR_QUANT8_ASYMM_SIGNED form; hits is a 0/1 map at (1.0, 0), not a
@@ -421,7 +423,7 @@ def _generate_lsh(d) -> None:
 register(OperationDef(
     OperationType.LSH_PROJECTION,
     _lsh_signatures(),
-    _lsh_prepare, _lsh_execute, generate=_generate_lsh,
+    _lsh_prepare, _lsh_execute, generate=_generate_lsh, decision=any_error_decision(0, 1, 2),
     summary="locality-sensitive hash projection of input rows (farmhash Fingerprint64)",
     allows_zero_sized_input=True, allows_omitted_operand=True, aosp_source="CpuExecutor.cpp",
     # coupling: no TENSOR_QUANT8_ASYMM_SIGNED form; a quant8 input is hashed byte by byte,

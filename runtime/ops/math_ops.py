@@ -43,6 +43,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import OperationType
+from . import budgets
 from .base import OpContext, OperationDef, register, sig, tensor
 from .common import from_float
 from .elementwise import (F16, F32, I32, Q8, Q8S, binary_execute, broadcast_shape,
@@ -128,6 +129,7 @@ for _op, _fn, _sigs, _summary in (
         (OperationType.SQRT, unary_execute(np.sqrt), unary_sigs(3, (F16, F32), ANY),
          "sqrt(x)")):
     register(OperationDef(_op, _sigs, _prepare_unary, _fn, summary=_summary,
+                          error_budget=budgets.elementwise(_op),
                           generate=_GENERATE_UNARY[_op],
                           aosp_source="NegExecution.cpp" if _op == OperationType.NEG
                           else "ElementwiseExecution.cpp"))
@@ -169,6 +171,7 @@ for _op, _fn, _sigs, _summary in (
         (OperationType.PRELU, _prelu, _binary_sigs((F16, F32, Q8), ("input", "alpha")),
          "x if x >= 0 else alpha * x, alpha broadcast")):
     register(OperationDef(_op, _sigs, _prepare_binary, binary_execute(_fn), summary=_summary,
+                          error_budget=budgets.elementwise(_op),
                           generate=_generate_binary,
                           aosp_source="PReluExecution.cpp" if _op == OperationType.PRELU
                           else "CpuExecutor.cpp"))

@@ -52,6 +52,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import OperandType, OperationType
+from . import budgets
 from .base import (RANKS_1_4, Arg, OpContext, OperationDef, check, register, scalar, sig,
                    tensor)
 from .common import from_float, read_axis, to_float
@@ -263,6 +264,7 @@ register(OperationDef(
         *_SOFTMAX_FL3, *_with_axis(_SOFTMAX_FL3), *_SOFTMAX_FL4, *_with_axis(_SOFTMAX_FL4, 4),
     ),
     _softmax_prepare, _softmax_execute, validate=_softmax_validate, generate=_generate_softmax,
+    error_budget=budgets.softmax(),
     # beta must be positive, the axis in [-rank, rank), a quantized output 1/256 (types.spec)
     error_inputs=chain(scalar_values(1, (0.0, -1.0), "must be a positive scaling factor",
                                      "SOFTMAX beta {value} is not positive (NNAPI types.spec)"),
@@ -308,6 +310,7 @@ register(OperationDef(
     (sig(1, [tensor("input", F32, (4,))], [tensor("output", F32, (4,))]),
      *_L2_FL3, *_with_axis(_L2_FL3), *_L2_FL4, *_with_axis(_L2_FL4, 4)),
     _l2_prepare, _l2_execute, validate=_l2_validate, generate=_generate_l2,
+    error_budget=budgets.l2_normalization(),
     # the axis in [-rank, rank), a quantized output 1/128 (types.spec)
     error_inputs=chain(axis_out_of_range(1), fixed_output_quant(OperationType.L2_NORMALIZATION)),
     summary="x / sqrt(sum x^2) along an axis (default the last)",
@@ -376,5 +379,6 @@ register(OperationDef(
     OperationType.LOCAL_RESPONSE_NORMALIZATION,
     (_lrn_sig(1, F32, (4,)), *_LRN_FL3, *_with_axis(_LRN_FL3)),
     _lrn_prepare, _lrn_execute, validate=_lrn_validate, generate=_generate_lrn,
+    error_budget=budgets.local_response_normalization(),
     summary="x / (bias + alpha * sum of squares within radius) ** beta along an axis "
             "(default the last)", aosp_source="LocalResponseNormalizationExecution.cpp"))

@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import OperandType, OperationType, is_quantized_type
+from . import budgets
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (Window2D, apply_activation, check_fuse_code, check_same_quant, from_float,
                      from_nhwc, layout_dims, layout_flag, nhwc_dims, read_window,
@@ -306,6 +307,7 @@ for _op, _reduce, _kind, _types, _summary in (
          "maximum of each 2-D window (NHWC or NCHW), fused activation")):
     register(OperationDef(_op, _signatures(_types), _prepare, _executor(_reduce, _kind),
                           validate=_validate, generate=_generate, summary=_summary,
+                          error_budget=budgets.pooling(_op),
                           error_inputs=None if _op == OperationType.L2_POOL_2D else  # float only
                           output_quant_of_input("must equal input scale", f"NNAPI types.spec {_op.name}"),
                           allows_zero_sized_input=True,

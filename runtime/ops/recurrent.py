@@ -54,6 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..types import OperandType, OperationType
+from . import budgets
 from .base import OpContext, OperandView, OperationDef, check, register, scalar, sig, tensor
 from .common import apply_activation, check_fuse_code, from_float
 
@@ -276,7 +277,7 @@ register(OperationDef(
                       tensor("hidden_state_in", t, (2,)), scalar("activation", T.INT32)],
               [tensor("hidden_state_out", t, (2,)), tensor("output", t, (2,))])
           for level, t, _ in FLOAT_FORMS),
-    _rnn_prepare, _rnn_execute, validate=_rnn_validate, generate=_generate_rnn,
+    _rnn_prepare, _rnn_execute, validate=_rnn_validate, generate=_generate_rnn, error_budget=budgets.rnn(),
     summary="h = activation(x W^T + h R^T + b), one basic RNN step", aosp_source="CpuExecutor.cpp"))
 
 
@@ -357,7 +358,7 @@ register(OperationDef(
                       scalar("activation", T.INT32)],
               [tensor("state_out", t, (2,)), tensor("output", t, (2,))])
           for level, t, _ in FLOAT_FORMS),
-    _svdf_prepare, _svdf_execute, validate=_svdf_validate, generate=_generate_svdf,
+    _svdf_prepare, _svdf_execute, validate=_svdf_validate, generate=_generate_svdf, error_budget=budgets.svdf(),
     summary="singular value decomposition filter: feature filter, memory, time filter",
     allows_zero_sized_input=True, allows_omitted_operand=True, aosp_source="CpuExecutor.cpp"))
 
@@ -675,6 +676,7 @@ def _generate_lstm(d) -> None:
 register(OperationDef(
     OperationType.LSTM, _lstm_signatures(), _lstm_prepare, _lstm_execute,
     validate=lambda ctx: validate_lstm_params(ctx, 20, 21, 22), generate=_generate_lstm,
+    error_budget=budgets.lstm(),
     summary="one LSTM step with optional CIFG, peephole, projection and layer "
             "normalization (23 or 27 inputs)",
     allows_zero_sized_input=True, allows_omitted_operand=True, aosp_source="CpuExecutor.cpp"))

@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import OperandType, OperationType
+from . import budgets
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import check_same_quant, from_float, int_vector, to_float
 from .error_inputs import chain, output_quant_of_input, tensor_values
@@ -152,6 +153,7 @@ register(OperationDef(
                       scalar("keep_dims", T.INT32)], [tensor("output", t)])
           for level, t in ((2, F32), (2, Q8), (3, F16), (4, T.TENSOR_QUANT8_ASYMM_SIGNED))),
     _prepare, _mean, validate=_validate, error_inputs=_error_inputs(OperationType.MEAN),
+    error_budget=budgets.reduction(OperationType.MEAN),
     summary="mean over the given dimensions, optionally keeping them", aosp_source="CpuExecutor.cpp",
     generate=_generate_reduce))
 
@@ -208,5 +210,6 @@ for _op, _types, _fl4, _reduce, _summary, _generate in (
         (OperationType.REDUCE_SUM, (F16, F32), (), _sum, "sum over dimensions", _generate_reduce)):
     register(OperationDef(_op, _reduce_sigs(_types, _fl4), _prepare, _kernel(_reduce),
                           validate=_validate, summary=_summary, aosp_source="ReduceExecution.cpp",
+                          error_budget=budgets.reduction(_op),
                           error_inputs=_error_inputs(_op),
                           generate=_generate))

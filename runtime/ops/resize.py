@@ -58,6 +58,7 @@ import math
 import numpy as np
 
 from ..types import OperandType, OperationType
+from . import budgets
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (check_same_quant, from_float, from_nhwc, layout_dims, layout_flag,
                      nhwc_dims, round_half_away, to_float, to_nhwc)
@@ -283,12 +284,13 @@ def _generate_resize(d) -> None:
 
 register(OperationDef(
     OperationType.RESIZE_BILINEAR, _signatures(bilinear=True), _prepare, _bilinear_execute,
+    error_budget=budgets.resize(bilinear=True),
     validate=_validate,
     summary="bilinear resize of NHWC/NCHW images to a size or by scales",
     allows_zero_sized_input=True, aosp_source="ResizeImageOpsExecution.cpp", generate=_generate_resize))
 
 register(OperationDef(
     OperationType.RESIZE_NEAREST_NEIGHBOR, _signatures(bilinear=False), _prepare,
-    _nearest_execute, validate=_validate,
+    _nearest_execute, validate=_validate, error_budget=budgets.resize(bilinear=False),
     summary="nearest-neighbour resize of NHWC/NCHW images to a size or by scales",
     allows_zero_sized_input=True, aosp_source="ResizeImageOpsExecution.cpp", generate=_generate_resize))

@@ -50,9 +50,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import OperandType, OperationType
+from . import budgets
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (check_same_quant, from_float, from_nhwc, is_quant, layout_dims,
                      layout_flag, nhwc_dims, round_half_away, to_float, to_nhwc)
+from .decision_rules import any_error_decision
 from .detection import (BOX_UNIT, box_quant, box_values, check_box_quant, check_boxes_ordered,
                         draft_boxes)
 
@@ -233,7 +235,7 @@ def _generate_align(d) -> None:
 
 
 register(OperationDef(OperationType.ROI_ALIGN, _roi_sigs(True), _align_prepare, _align_execute,
-                      generate=_generate_align,
+                      generate=_generate_align, error_budget=budgets.roi_align(), decision=any_error_decision(1),
                       summary="Bilinear region-of-interest align (average of samples per bin)",
                       allows_zero_sized_input=True, aosp_source="RoiAlignExecution.cpp"))
 
@@ -301,7 +303,8 @@ def _generate_pool(d) -> None:
 
 
 register(OperationDef(OperationType.ROI_POOLING, _roi_sigs(False), _pool_prepare, _pool_execute,
-                      validate=_pool_validate, generate=_generate_pool,
+                      validate=_pool_validate, generate=_generate_pool, error_budget=budgets.exact("max selection"),
+                      decision=any_error_decision(1),
                       summary="Region-of-interest max pooling", aosp_source="RoiPoolingExecution.cpp"))
 
 
@@ -396,5 +399,7 @@ def _generate_heatmap(d) -> None:
 
 register(OperationDef(OperationType.HEATMAP_MAX_KEYPOINT, _heatmap_sigs(), _heatmap_prepare,
                       _heatmap_execute, generate=_generate_heatmap,
+                      error_budget=budgets.composed(budgets.Ulps(32.5, 32.5), "3x3 quadratic fit"),
+                      decision=any_error_decision(0),
                       summary="Keypoint location and score from heatmaps (quadratic refinement)",
                       square_spatial=True, aosp_source="HeatmapMaxKeypointExecution.cpp"))

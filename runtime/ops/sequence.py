@@ -69,6 +69,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import OperandType, OperationType
+from . import budgets
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import check_fuse_code, from_float
 from .recurrent import (AUX_NAMES, FLOAT_FORMS, LN_NAMES, MAX_BATCH, MAX_STEPS, MAX_UNITS,
@@ -269,6 +270,7 @@ register(OperationDef(
     for level, outs in ((3, [tensor("output", t, (3,))]),
                         (4, [tensor("output", t, (3,)), tensor("hidden_state_out", t, (2,))]))),
     _urnn_prepare, _urnn_execute, validate=_rnn_validate(5, 6), generate=_generate_urnn,
+    error_budget=budgets.rnn(sequence=True),
     summary="basic RNN unrolled over a sequence (time- or batch-major)",
     aosp_source="UnidirectionalSequenceRNNExecution.cpp"))
 
@@ -360,7 +362,7 @@ def _generate_brnn(d) -> None:
 
 register(OperationDef(
     OperationType.BIDIRECTIONAL_SEQUENCE_RNN, _brnn_signatures(), _brnn_prepare, _brnn_execute,
-    validate=_rnn_validate(12), generate=_generate_brnn,
+    validate=_rnn_validate(12), generate=_generate_brnn, error_budget=budgets.rnn(sequence=True),
     summary="forward and backward basic RNNs over a sequence, optional aux input, merged "
             "or separate outputs",
     allows_omitted_operand=True, aosp_source="BidirectionalSequenceRNNExecution.cpp"))
@@ -435,6 +437,7 @@ register(OperationDef(
                              tensor("cell_state_out", t, (2,))]))),
     _ulstm_prepare, _ulstm_execute,
     validate=lambda ctx: validate_lstm_params(ctx, 20, 21, 22), generate=_generate_ulstm,
+    error_budget=budgets.lstm(sequence=True),
     summary="LSTM unrolled over a sequence, optional CIFG, peephole, projection and layer "
             "normalization",
     allows_omitted_operand=True, aosp_source="UnidirectionalSequenceLSTMExecution.cpp"))
@@ -533,7 +536,7 @@ def _generate_blstm(d) -> None:
 register(OperationDef(
     OperationType.BIDIRECTIONAL_SEQUENCE_LSTM, _blstm_signatures(), _blstm_prepare,
     _blstm_execute, validate=lambda ctx: validate_lstm_params(ctx, 48, 49, 50),
-    generate=_generate_blstm,
+    generate=_generate_blstm, error_budget=budgets.lstm(sequence=True),
     summary="forward and backward LSTMs over a sequence, optional aux input, merged or "
             "separate outputs",
     allows_zero_sized_input=True, allows_omitted_operand=True, aosp_source="CpuExecutor.cpp"))

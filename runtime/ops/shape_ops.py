@@ -55,6 +55,7 @@ from typing import Sequence
 import numpy as np
 
 from ..types import OperandType, OperationType, is_quantized_type
+from . import budgets
 from .base import (OpContext, OperandView, OperationDef, check, register, scalar,
                    sig, tensor)
 from .common import check_same_quant, from_float, int_vector, is_quant, to_float
@@ -182,7 +183,7 @@ def _reg(op, sigs, prepare, execute, summary, validate=_same_quant, error_inputs
         same = output_quant_of_input("must equal input scale", f"NNAPI types.spec {op.name}")
         error_inputs = same if error_inputs is None else chain(same, error_inputs)
     register(OperationDef(op, sigs, prepare, execute, validate=validate, summary=summary,
-                          error_inputs=error_inputs, **kw))
+                          error_inputs=error_inputs, error_budget=budgets.exact(), **kw))
 
 
 # --- random-graph generation helpers (runtime/ops/generation.py) --------------------------
@@ -299,7 +300,7 @@ register(OperationDef(
     OperationType.CONCATENATION,
     tuple(sig(lv, [tensor("input0..n-1", t), scalar("axis", T.INT32)], [tensor("output", t)])
           for lv, t in _levels(1)),
-    _concat_prepare, _concat_execute, validate=_fl2_quant_rules,
+    _concat_prepare, _concat_execute, validate=_fl2_quant_rules, error_budget=budgets.exact(),
     summary="concatenate n >= 1 tensors along axis", variadic=True, generate=_generate_concat,
     error_inputs=_concat_error_inputs,
     allows_zero_sized_input=True, nonnegative_axis=True, aosp_source="ConcatenationExecution.cpp"))
@@ -457,7 +458,7 @@ register(OperationDef(
     tuple(sig(lv, [tensor("input", t), tensor("paddings", I32, (2,)),
                    scalar("pad_value", _PAD_VALUE_TYPE[t])], [tensor("output", t)])
           for lv, t in ((3, F32), (3, F16), (3, Q8), (SIGNED_LEVEL, Q8S))),
-    _pad_v2_prepare, _pad_v2_execute, validate=_same_quant,
+    _pad_v2_prepare, _pad_v2_execute, validate=_same_quant, error_budget=budgets.exact(),
     summary="pad every dimension with a given value", aosp_source="CpuExecutor.cpp",
     generate=_generate_pad_v2,
     # coupling: the INT32 pad_value is in the input's quantized domain; shifting the

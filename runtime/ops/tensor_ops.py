@@ -54,6 +54,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import OperandType, OperationType, is_quantized_type
+from . import budgets
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import check_same_quant, int_vector, is_quant, value_dtype
 
@@ -116,7 +117,7 @@ register(OperationDef(
     OperationType.FILL,
     tuple(sig(FILL_LEVEL, [tensor("dims", I32, (1,)), scalar("value", v)],
               [tensor("output", t, None)]) for t, v in _FILL_VALUE_TYPE.items()),
-    _fill_prepare, _fill_execute,
+    _fill_prepare, _fill_execute, error_budget=budgets.exact("a float scalar filled in"),
     summary="tensor of a given shape filled with a scalar value", aosp_source="FillExecution.cpp",
     generate=_generate_fill))
 
@@ -204,7 +205,7 @@ register(OperationDef(
     OperationType.PACK,
     tuple(sig(PACK_LEVEL, [scalar("axis", T.INT32), tensor("input1..n", t, None)],
               [tensor("output", t, None)]) for t in MOVE_TYPES),
-    _pack_prepare, _pack_execute, validate=_pack_validate,
+    _pack_prepare, _pack_execute, validate=_pack_validate, error_budget=budgets.exact(),
     summary="stack n >= 1 tensors of equal shape along a new axis",
     variadic=True, variadic_index=1, nonnegative_axis=True, aosp_source="PackExecution.cpp",
     generate=_generate_pack))
@@ -275,7 +276,7 @@ register(OperationDef(
     tuple(sig(MIRROR_PAD_LEVEL, [tensor("input", t, None), tensor("paddings", I32, (2,)),
                                  scalar("mode", T.INT32)], [tensor("output", t, None)])
           for t in MOVE_TYPES),
-    _mirror_pad_prepare, _mirror_pad_execute, validate=_mirror_pad_validate,
+    _mirror_pad_prepare, _mirror_pad_execute, validate=_mirror_pad_validate, error_budget=budgets.exact(),
     summary="pad every dimension with mirrored values (REFLECT or SYMMETRIC)",
     aosp_source="MirrorPadExecution.cpp", generate=_generate_mirror_pad))
 
@@ -322,6 +323,6 @@ register(OperationDef(
     OperationType.REVERSE,
     tuple(sig(REVERSE_LEVEL, [tensor("input", t, _REVERSE_RANKS), tensor("axis", I32, (1,))],
               [tensor("output", t, _REVERSE_RANKS)]) for t in MOVE_TYPES),
-    _reverse_prepare, _reverse_execute, validate=_same_quant,
+    _reverse_prepare, _reverse_execute, validate=_same_quant, error_budget=budgets.exact(),
     summary="reverse a tensor along one dimension", nonnegative_axis=True,
     aosp_source="ReverseExecution.cpp", generate=_generate_reverse))

@@ -58,6 +58,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import OperandType, OperationType, PaddingCode
+from . import budgets
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (apply_activation, check_fuse_code, from_float, from_nhwc, layout_dims,
                      nhwc_dims, to_float, to_nhwc)
@@ -250,7 +251,7 @@ def _generate(d) -> None:
 
 
 register(OperationDef(OperationType.TRANSPOSE_CONV_2D, _signatures(), prepare, execute,
-                      validate=validate, generate=_generate,
+                      validate=validate, generate=_generate, error_budget=budgets.conv("transpose"),
                       error_inputs=quant_bias("NNAPI types.spec TRANSPOSE_CONV_2D"),
                       summary="transposed 2-D convolution (NHWC or NCHW) with bias and fused "
                               "activation; explicit padding or an output shape",

@@ -153,7 +153,7 @@ def zero_sized_problem(operand, dims) -> str:
     return ""
 
 
-def judge(tm, outputs, dims) -> list[str]:
+def judge(tm, outputs, dims, ambiguous=None) -> list[str]:
     """Problems with the results of one execution of test model ``tm`` (empty when it
     passes): ``outputs[j]`` holds output j's bytes (at least its expected size),
     ``dims[j]`` its reported dimensions. An output with an expected value must have the
@@ -161,8 +161,10 @@ def judge(tm, outputs, dims) -> list[str]:
     ignored outputs are only checked for their dimensions. A RANDOM_MULTINOMIAL model
     (``tm.multinomial_tolerance`` > 0) is judged by :func:`multinomial_problems` instead of
     the element-wise rule; a model naming a criteria set (``tm.criteria``: random-graph
-    reproducers) by :func:`aggregate_problems` with that set. Shared by the CTS, the VTS,
-    random graphs and ``runtime.tools.refcheck``."""
+    reproducers) by :func:`aggregate_problems` with that set. ``ambiguous``: None, or per
+    output None or a mask of elements with more than one right answer, left out
+    (``runtime.precision.decisions``; random graphs). Shared by the CTS, the VTS, random
+    graphs and ``runtime.tools.refcheck``."""
     relaxed = is_relaxed(tm)
     aggregate = CRITERIA.get(getattr(tm, "criteria", "") or "")
     problems = []
@@ -180,11 +182,16 @@ def judge(tm, outputs, dims) -> list[str]:
             continue
         dtype = operand_dtype(o.type)
         actual = np.frombuffer(bytes(outputs[j][:o.data.size * dtype.itemsize]), dtype)
+        mask = None if ambiguous is None else ambiguous[j]
         if aggregate is not None:
             problems += [f"output {j} ({T(o.type).name}): {p}"
-                         for p in aggregate_problems(o.type, o.data, actual, aggregate)]
+                         for p in aggregate_problems(o.type, o.data, actual, aggregate, mask)]
             continue
-        msg = compare(o.data, actual, tolerance_for(o.type, relaxed, tm.name))
+        expected = o.data
+        if mask is not None:
+            keep = ~np.asarray(mask, bool).reshape(-1)
+            expected, actual = expected.reshape(-1)[keep], actual[keep]
+        msg = compare(expected, actual, tolerance_for(o.type, relaxed, tm.name))
         if msg:
             problems.append(f"output {j} ({T(o.type).name}): {msg}")
     if multinomial and not problems:
@@ -327,16 +334,20 @@ def _skipped(t: T, expected: np.ndarray) -> np.ndarray:
 
 
 def aggregate_problems(operand_type: OperandType, expected: np.ndarray, actual: np.ndarray,
-                       c: AccuracyCriteria) -> list[str]:
+                       c: AccuracyCriteria, ambiguous: np.ndarray | None = None) -> list[str]:
     """Problems of one output judged with criteria set ``c`` (AOSP ``expectNear``): the
     per-element bound, then bias and MSE and (quantized) the mean-error bound over outputs
-    of at least :data:`MIN_ELEMENTS_FOR_AGGREGATES` judged elements. Empty when it passes."""
+    of at least :data:`MIN_ELEMENTS_FOR_AGGREGATES` judged elements. Empty when it passes.
+    ``ambiguous``: optional mask of elements left out (more than one right answer)."""
     t = T(operand_type)
     e = np.asarray(expected).reshape(-1)
     a = np.asarray(actual).reshape(-1)
     if e.size != a.size:
         return [f"{a.size} elements, expected {e.size}"]
     crit = c.for_type(t)
+    if ambiguous is not None:
+        keep = ~np.asarray(ambiguous, bool).reshape(-1)
+        e, a = e[keep], a[keep]
     if crit is None:
         msg = compare(e, a, Tolerance(0, 0, exact=True))
         return [msg] if msg else []
