@@ -52,6 +52,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import three_way as tw
 from .models.face import iou
 
 FP16_TOL = 5 * 0.0009765625
@@ -656,7 +657,6 @@ def precision(imported, inputs, driver_outputs, tflite_outputs=None, names=None,
     the reference's float32 path and TFLite against the float64 truth of the imported model),
     JSON-safe; a truth that cannot be computed gives :func:`mlts.three_way.failed` (the
     error in one line) instead of failing the accuracy stage."""
-    from . import three_way as tw
     try:
         return json_safe(tw.three_way(imported, inputs, driver_outputs, tflite_outputs, names=names,
                                       tflite_label=tflite_label))
