@@ -290,8 +290,8 @@ def _add_suite_parser(sub, name: str, help_text: str, timeout_help: str, corpus:
 
 
 #: Modules adding subcommands (``add_parsers(sub)``, each parser with a ``handler``):
-#: shard merging, run reports and diffs, certification bundles.
-_COMMAND_MODULES = ("nncts.merge", "nncts.reporting", "nncts.certify")
+#: shard merging, run reports and diffs, certification bundles, triage of two runs.
+_COMMAND_MODULES = ("nncts.merge", "nncts.reporting", "nncts.certify", "nncts.triage")
 
 
 def _drivers(args, parser) -> int:

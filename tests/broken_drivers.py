@@ -621,3 +621,35 @@ class LessAsLessEqual(_PatchedDevice):
         if ctx.inputs[0].type == ctx.inputs[1].type and not is_quant(ctx.inputs[0]):
             return [out[0] | np.equal(a, b)]
         return out
+
+
+class ReadsConstantsAtOffsetZero(SampleDevice):
+    """Reads every CONSTANT_REFERENCE operand (main and referenced subgraphs) at offset 0 of
+    its pool, ignoring ``DataLocation.offset``: right only for a constant that sits at the
+    start of its pool. AOSP's runtime packs several constants over 128 bytes into one shared
+    pool (``ModelBuilder::copyLargeValuesToSharedMemory``), so real drivers see non-zero
+    offsets; nncts starts every pool with a guard (``runtime.nnapi.model.POOL_GUARD``), so
+    every model with a CONSTANT_REFERENCE operand must catch it."""
+
+    def run(self, model, request):
+        from runtime.hal.types import DataLocation
+        from runtime.types import OperandLifeTime as L
+
+        def at_zero(sg):
+            ops_ = [dataclasses.replace(o, location=DataLocation(o.location.pool_index, 0, o.location.length))
+                    if o.lifetime == L.CONSTANT_REFERENCE else o for o in sg.operands]
+            return dataclasses.replace(sg, operands=ops_)
+        shifted = dataclasses.replace(model, main=at_zero(model.main),
+                                      referenced=[at_zero(sg) for sg in model.referenced])
+        return super().run(shifted, request)
+
+
+class IgnoresFenceDependencies(_PreparedOverride):
+    """``execute_fenced`` starts at once, ignoring ``wait_for``: HAL ``executeFenced`` runs
+    only after every fence in ``wait_for`` signals (vts/test_device_fenced_chain.py)."""
+
+    def prepared_class(self, base):
+        class Prepared(base):
+            def execute_fenced(self, request, wait_for, *args):
+                return super().execute_fenced(request, [], *args)
+        return Prepared

@@ -21,6 +21,8 @@ BUNDLED = {
     "sample-minimal": "runtime.drivers.variants:SampleMinimal",
     "sample-fibonacci": "runtime.drivers.fibonacci:FibonacciDevice",
     "onnxruntime": "runtime.drivers.onnxrt:OnnxRuntimeDevice",
+    "litert": "runtime.drivers.litert:LiteRTDevice",
+    "litert-xnnpack": "runtime.drivers.litert:LiteRTXnnpackDevice",
 }
 
 

@@ -62,6 +62,38 @@ def _available_devices() -> list:
     return devices
 
 
+#: Bytes before the first value of a constant pool the runtime or the harness lays out
+#: (:func:`pack_constants`). AOSP's ``ModelBuilder::copyLargeValuesToSharedMemory`` starts
+#: at offset 0; nncts starts every pool with this guard so that no constant sits at offset 0
+#: and a driver ignoring ``DataLocation.offset`` reads the guard (issue 24, HAL contracts).
+#: 64 is Android's ``kDefaultRequestMemoryAlignment``.
+POOL_GUARD = 64
+#: The guard's byte: 0x7F makes float32 3.4e38, float16 6.5e4 (0x7F7F), int32 2139062143.
+GUARD_BYTE = 0x7F
+
+
+def value_alignment(length: int) -> int:
+    """Alignment in bytes of a constant of ``length`` bytes in a shared pool: 1 below 2
+    bytes, 2 below 4, else 4 (AOSP ``getAlignmentForLength`` / ``alignBytesNeeded``,
+    ``nn/common/Utils.cpp``, used by ``copyLargeValuesToSharedMemory``)."""
+    return 1 if length < 2 else 2 if length < 4 else 4
+
+
+def pack_constants(raws: list[bytes]) -> tuple[bytes, list[int]]:
+    """One shared pool holding every value of ``raws`` (bytes, in order) and each value's
+    byte offset in it: :data:`POOL_GUARD` guard bytes (:data:`GUARD_BYTE`), then each value at
+    the next offset aligned by :func:`value_alignment`, padding filled with the guard byte.
+    Every offset is non-zero (at least ``POOL_GUARD``). Empty ``raws`` gives ``(b"", [])``."""
+    if not raws:
+        return b"", []
+    pool, offsets = bytearray([GUARD_BYTE] * POOL_GUARD), []
+    for raw in raws:
+        pool.extend([GUARD_BYTE] * (-len(pool) % value_alignment(len(raw))))
+        offsets.append(len(pool))
+        pool.extend(raw)
+    return bytes(pool), offsets
+
+
 def _embed(child: HalModel, referenced: list[Subgraph], values: bytearray, pools: list) -> int:
     """Append ``child``'s main subgraph, then its own referenced subgraphs, to ``referenced``
     (AOSP ``ModelBuilder::makeModel`` flattens referenced models the same way), moving its
@@ -413,23 +445,25 @@ class Model:
     def _build_hal(self) -> HalModel:
         operands = [Operand(o.type, list(o.dimensions), 0, o.scale, o.zero_point, o.lifetime,
                             DataLocation(), o.extra_params) for o in self._operands]
-        values, pool_bytes, pools, mem_pools = bytearray(), bytearray(), [], {}
+        values, pools, mem_pools = bytearray(), [], {}
+        large = []  # AOSP mLargeOperandValues: values over 128 bytes, in operand order
         for i, raw in self._values.items():
             if operands[i].lifetime == L.CONSTANT_COPY:
                 values.extend(b"\0" * (-len(values) % 8))
                 operands[i].location = DataLocation(0, len(values), len(raw))
                 values.extend(raw)
             else:
-                pool_bytes.extend(b"\0" * (-len(pool_bytes) % 8))
-                operands[i].location = DataLocation(0, len(pool_bytes), len(raw))
-                pool_bytes.extend(raw)
-        if pool_bytes:
-            pools.append(SharedMemory(data=bytes(pool_bytes)))
+                large.append(i)
         for i, (memory, offset, length) in self._memory_values.items():
             if id(memory) not in mem_pools:
                 mem_pools[id(memory)] = len(pools)
                 pools.append(memory.pool)
             operands[i].location = DataLocation(mem_pools[id(memory)], offset, length)
+        if large:  # one shared pool after the client's memories, as AOSP's finish() adds it
+            pool_bytes, offsets = pack_constants([self._values[i] for i in large])
+            for i, offset in zip(large, offsets):
+                operands[i].location = DataLocation(len(pools), offset, len(self._values[i]))
+            pools.append(SharedMemory(data=pool_bytes))
         referenced: list[Subgraph] = []
         embedded: dict[int, int] = {}  # id(referenced Model) -> index of its main subgraph
         for i, child in self._model_values.items():

@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..nnapi import Memory, Model
+from ..nnapi.model import pack_constants
 from ..types import OperandLifeTime, operand_dtype
 from .test_model import TestModel
 
 L = OperandLifeTime
-ALIGN = 8
 
 
 def _raw(o) -> bytes:
@@ -18,7 +18,8 @@ def _raw(o) -> bytes:
 def build_model(tm: TestModel) -> Model:
     """The finished front-end Model of ``tm`` (main subgraph). CONSTANT_COPY values go
     through ``set_operand_value``, CONSTANT_REFERENCE values through one Memory object and
-    ``set_operand_value_from_memory`` (as the AOSP harness does); a constant without data
+    ``set_operand_value_from_memory`` (as the AOSP harness does), laid out by
+    :func:`~runtime.nnapi.model.pack_constants` (every offset non-zero); a constant without data
     gets an empty value, which the front end must refuse. Referenced subgraphs (IF/WHILE)
     become finished Models of their own, each built once, given to the SUBGRAPH operands
     that name them through ``set_operand_value_from_model``. Raises NnapiError from the
@@ -43,13 +44,10 @@ def build_model(tm: TestModel) -> Model:
 
     def _build(sg, is_main: bool) -> Model:
         model = Model()
-        blob, offsets = bytearray(), {}
-        for i, o in enumerate(sg.operands):
-            if o.lifetime == L.CONSTANT_REFERENCE and o.data is not None:
-                blob.extend(b"\0" * (-len(blob) % ALIGN))
-                offsets[i] = len(blob)
-                blob.extend(_raw(o))
-        memory = Memory.from_bytes(bytes(blob)) if offsets else None
+        refs = [i for i, o in enumerate(sg.operands) if o.lifetime == L.CONSTANT_REFERENCE and o.data is not None]
+        blob, at = pack_constants([_raw(sg.operands[i]) for i in refs])  # non-zero offsets
+        offsets = dict(zip(refs, at))
+        memory = Memory.from_bytes(blob) if offsets else None
         for i, o in enumerate(sg.operands):
             model.add_operand(o.type, o.dimensions, o.scale, o.zero_point)
             if o.channel_quant is not None:

@@ -8,6 +8,7 @@ from ..hal.memory import SharedMemory
 from ..hal.types import (DataLocation, Model, Operand, Operation, Request, RequestArgument,
                          Subgraph, SymmPerChannelQuantParams)
 from ..hal.validate import operand_byte_size
+from ..nnapi.model import pack_constants
 from ..types import OperandLifeTime, operand_dtype
 from .test_model import TestModel, TestSubgraph
 
@@ -25,20 +26,25 @@ def _raw(operand) -> bytes:
 
 def to_hal_model(tm: TestModel) -> Model:
     """The HAL model of ``tm``: CONSTANT_COPY values in ``operand_values``, CONSTANT_REFERENCE
-    values in one shared memory pool, SUBGRAPH operands pointing at ``referenced``."""
+    values of every subgraph in one shared memory pool at non-zero offsets
+    (:func:`~runtime.nnapi.model.pack_constants`), SUBGRAPH operands pointing at ``referenced``."""
     values = bytearray()
-    ref = bytearray()
+    refs = [_raw(o) for ts in (tm.main, *tm.referenced) for o in ts.operands
+            if o.lifetime == L.CONSTANT_REFERENCE and o.data is not None]
+    ref, offsets = pack_constants(refs)
+    next_ref = iter(offsets)
 
     def subgraph(ts: TestSubgraph) -> Subgraph:
         operands = []
         for o in ts.operands:
             loc = DataLocation()
-            if o.lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE) and o.data is not None:
+            if o.lifetime == L.CONSTANT_COPY and o.data is not None:
                 raw = _raw(o)
-                buf = values if o.lifetime == L.CONSTANT_COPY else ref
-                buf.extend(b"\0" * (_align(len(buf)) - len(buf)))
-                loc = DataLocation(0, len(buf), len(raw))
-                buf.extend(raw)
+                values.extend(b"\0" * (_align(len(values)) - len(values)))
+                loc = DataLocation(0, len(values), len(raw))
+                values.extend(raw)
+            elif o.lifetime == L.CONSTANT_REFERENCE and o.data is not None:
+                loc = DataLocation(0, next(next_ref), o.data.size * operand_dtype(o.type).itemsize)
             elif o.lifetime == L.SUBGRAPH:
                 loc = DataLocation(0, int(o.data.reshape(-1)[0]), 0)
             extra = SymmPerChannelQuantParams(*o.channel_quant) if o.channel_quant else None
@@ -49,7 +55,7 @@ def to_hal_model(tm: TestModel) -> Model:
 
     main = subgraph(tm.main)
     referenced = [subgraph(s) for s in tm.referenced]
-    pools = [SharedMemory(data=bytes(ref))] if ref else []
+    pools = [SharedMemory(data=ref)] if ref else []
     return Model(main, referenced, bytes(values), pools, tm.is_relaxed)
 
 

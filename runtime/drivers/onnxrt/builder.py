@@ -3,11 +3,12 @@
 :mod:`.translate_nn`) and by the entry point :mod:`.translate`.
 
 Holds the operand-type groups the rules are written against, :class:`Unsupported` (a use
-that is not mapped, with the reason), :data:`TABLE` (``OperationType -> Entry``, filled by
-the :func:`op` decorator of each rule module) and :class:`Builder`, which collects the ONNX
-nodes and initializers of one subgraph (operand ``i`` is the ONNX value ``v{i}``). ONNX
-opset 18. onnx itself is imported on first use only (in :class:`Builder` and
-:func:`onnx_elem_type`), so importing this module does not load the engine.
+that is not mapped, with the reason; from :mod:`..translated`, shared with the LiteRT
+driver), :data:`TABLE` (``OperationType -> Entry``, filled by the :func:`op` decorator
+of each rule module) and :class:`Builder`, which collects the ONNX nodes and initializers
+of one subgraph (operand ``i`` is the ONNX value ``v{i}``). ONNX opset 18. onnx itself
+is imported on first use only (in :class:`Builder` and :func:`onnx_elem_type`), so
+importing this module does not load the engine.
 """
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ...types import OperandLifeTime as L
 from ...types import OperandType as T
 from ...types import OperationType as O
 from ...types import operand_dtype
+from ..translated import OperandAccess, Unsupported
 
 OPSET = 18
 INT64_MAX = np.iinfo(np.int64).max
@@ -34,10 +36,6 @@ QUANT8 = frozenset({QA8, QA8S})
 #: Types moved without arithmetic (shape operations): floats, int32, bool and 8-bit quantized
 #: (the latter only when every output keeps input 0's scale and zero point).
 DATA = frozenset({F32, F16, I32, BOOL8, QA8, QA8S})
-
-
-class Unsupported(Exception):
-    """This use of an operation is not mapped (the message says why)."""
 
 
 def onnx_elem_type(t) -> int:
@@ -81,14 +79,14 @@ def op(op_type: O, types, qdq=()):
     return register
 
 
-class Builder:
+class Builder(OperandAccess):
     """Collects the ONNX nodes and initializers of (part of) a subgraph; operand ``i`` of
     the subgraph is the ONNX value ``v{i}``."""
 
     def __init__(self, model, sg):
         from onnx import helper, numpy_helper
+        super().__init__(model, sg)
         self.helper, self.numpy_helper = helper, numpy_helper
-        self.model, self.sg = model, sg
         self.nodes, self.initializers = [], []
         self._constants: dict[int, str] = {}
         self._n = 0
@@ -103,55 +101,12 @@ class Builder:
         del self.nodes[n_nodes:], self.initializers[n_init:]
         self._constants = constants
 
-    # --- operands --------------------------------------------------------------------
-    def operand(self, idx: int):
-        return self.sg.operands[idx]
-
+    # --- operands (read through OperandAccess) ----------------------------------------
     def type_of(self, op, k: int):
         """Input ``k``'s type as the emitted nodes see it (float32 for a quantized operand
         in QDQ mode)."""
         t = self.operand(op.inputs[k]).type
         return F32 if self.qdq and t in QUANT8 else t
-
-    def dims(self, idx: int) -> list[int]:
-        return list(self.operand(idx).dimensions)
-
-    def rank(self, op, k: int = 0) -> int:
-        """Rank of input ``k`` (Unsupported when unknown)."""
-        d = self.operand(op.inputs[k]).dimensions
-        if not d:
-            raise Unsupported(f"input {k} has unknown rank")
-        return len(d)
-
-    def static_dims(self, op, k: int) -> list[int]:
-        d = self.dims(op.inputs[k])
-        if not d or 0 in d:
-            raise Unsupported(f"input {k} needs known dimensions, has {d}")
-        return d
-
-    def omitted(self, op, k: int) -> bool:
-        return k >= len(op.inputs) or self.operand(op.inputs[k]).lifetime == L.NO_VALUE
-
-    def is_constant(self, op, k: int) -> bool:
-        return self.operand(op.inputs[k]).lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE)
-
-    def constant(self, op, k: int) -> np.ndarray:
-        """The value of constant input ``k`` (Unsupported when it is not a constant)."""
-        o = self.operand(op.inputs[k])
-        if o.lifetime not in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE):
-            raise Unsupported(f"input {k} must be a constant for this mapping")
-        return np.array(constant_value(self.model, o))
-
-    def scalar(self, op, k: int, default=None):
-        """Python value of scalar parameter ``k``; ``default`` when omitted."""
-        if self.omitted(op, k):
-            if default is None:
-                raise Unsupported(f"input {k} is omitted")
-            return default
-        v = self.constant(op, k).reshape(-1)
-        if v.size != 1:
-            raise Unsupported(f"input {k} is not a scalar")
-        return v[0].item()
 
     def raw_input(self, op, k: int) -> str:
         """ONNX name of tensor input ``k`` as stored (a constant becomes an initializer, once)."""

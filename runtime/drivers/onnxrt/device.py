@@ -8,18 +8,14 @@ no compilation caching, no memory domains. Relaxed float32 models run in float32
 from __future__ import annotations
 
 import importlib.util
-import threading
-import time
 
 import numpy as np
 
 from ...errors import HalError
-from ...executor import write_outputs
-from ...hal.interfaces import IDevice, IPreparedModel
-from ...hal.types import Capabilities, MemoryDomainToken, Model, OutputShape, PerformanceInfo, Request, Timing
-from ...hal.validate import merged_dimensions, validate_model, validate_prepare_arguments, validate_request
-from ...types import (DeviceTypeCode, ErrorStatus, MeasureTiming, OperandLifeTime, OperandType,
-                      PreferenceCode, PriorityCode, is_tensor_type, operand_dtype)
+from ...hal.types import Capabilities, Model, PerformanceInfo
+from ...types import (DeviceTypeCode, ErrorStatus, OperandLifeTime, OperandType, PreferenceCode,
+                      PriorityCode, is_tensor_type)
+from ..translated import TranslatedPreparedModel, TranslatingDevice
 from .builder import OPSET, Builder, Unsupported, onnx_elem_type
 from .translate import translate_operation
 
@@ -38,58 +34,25 @@ def _engine():
     return onnx, onnxruntime
 
 
-class OnnxRuntimePreparedModel(IPreparedModel):
+class OnnxRuntimePreparedModel(TranslatedPreparedModel):
     """An onnxruntime InferenceSession over the translated main subgraph."""
 
+    engine_name = "onnxruntime"
+
     def __init__(self, model: Model, session, output_names: list[str]):
-        self.model = model
+        super().__init__(model)
         self.session = session
         self.output_names = output_names
         self.input_names = {i.name for i in session.get_inputs()}
-        self._lock = threading.Lock()
 
-    def execute_synchronously(self, request: Request, measure=MeasureTiming.NO, deadline_ns=None,
-                              loop_timeout_duration_ns=None) -> tuple[list[OutputShape], Timing]:
-        validate_request(request, self.model)
-        if any(isinstance(p, MemoryDomainToken) for p in request.pools):
-            raise HalError(ErrorStatus.INVALID_ARGUMENT,
-                           "execute: a request pool is a driver buffer token; this driver allocates none")
-        if deadline_ns is not None and time.monotonic_ns() >= deadline_ns:
-            raise HalError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline passed before execution")
-        start = time.monotonic_ns()
-        sg = self.model.main
-        feed = {}
-        for j, (arg, idx) in enumerate(zip(request.inputs, sg.input_indexes)):
-            name = f"v{idx}"
-            if name not in self.input_names:
-                continue  # an input no operation reads
-            operand = sg.operands[idx]
-            if arg.has_no_value:
-                raise HalError(ErrorStatus.GENERAL_FAILURE, f"execute: input {j} has no value; "
-                               f"the onnxruntime graph needs every input it reads")
-            dims = merged_dimensions(f"request input {j}", operand, arg.dimensions)
-            dtype = operand_dtype(operand.type)
-            count = int(np.prod(dims, dtype=np.int64)) if dims else 1
-            pool = request.pools[arg.location.pool_index]
-            arr = np.frombuffer(pool.buffer, dtype=dtype, count=count, offset=arg.location.offset)
-            feed[name] = arr.reshape(dims).copy()
-        try:
-            with self._lock:
-                results = self.session.run(self.output_names, feed)
-        except Exception as e:  # noqa: BLE001 - the engine's failure is the execution's
-            raise HalError(ErrorStatus.GENERAL_FAILURE, f"onnxruntime run failed: {e}") from None
-        arrays = []
-        for idx, result in zip(sg.output_indexes, results):
-            operand = sg.operands[idx]
-            arr = np.ascontiguousarray(np.asarray(result).astype(operand_dtype(operand.type), copy=False))
-            arrays.append(arr if is_tensor_type(operand.type) else arr.reshape(()))
-        shapes = write_outputs(request, sg, arrays)
-        elapsed = time.monotonic_ns() - start
-        timing = Timing(elapsed, elapsed) if measure == MeasureTiming.YES else Timing()
-        return shapes, timing
+    def reads(self, operand_index: int) -> bool:
+        return f"v{operand_index}" in self.input_names
+
+    def run_engine(self, feed: dict[int, np.ndarray]) -> list[np.ndarray]:
+        return self.session.run(self.output_names, {f"v{i}": a for i, a in feed.items()})
 
 
-class OnnxRuntimeDevice(IDevice):
+class OnnxRuntimeDevice(TranslatingDevice):
     """NNAPI device over onnxruntime (CPU execution provider)."""
 
     name = "onnxruntime"
@@ -137,22 +100,11 @@ class OnnxRuntimeDevice(IDevice):
             return str(e)
         return None
 
-    def get_supported_operations(self, model: Model) -> list[bool]:
-        levels = validate_model(model)
-        return [self.unsupported_reason(model, op, levels.level_of(op)) is None for op in model.main.operations]
-
     # --- preparation ---------------------------------------------------------------------
     def prepare_model(self, model: Model, preference=PreferenceCode.FAST_SINGLE_ANSWER,
                       priority=PriorityCode.MEDIUM, deadline_ns=None, model_cache=None,
                       data_cache=None, token=None) -> OnnxRuntimePreparedModel:
-        validate_prepare_arguments(preference, priority)
-        levels = validate_model(model)
-        reasons = [f"operation {k} ({r})" for k, op in enumerate(model.main.operations)
-                   if (r := self.unsupported_reason(model, op, levels.level_of(op))) is not None]
-        if reasons:
-            raise HalError(ErrorStatus.INVALID_ARGUMENT, "unsupported: " + "; ".join(reasons))
-        if deadline_ns is not None and time.monotonic_ns() >= deadline_ns:
-            raise HalError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline passed before preparation")
+        self.check_preparable(model, preference, priority, deadline_ns)
         proto, output_names = self.to_onnx(model)
         _, ort = _engine()
         options = ort.SessionOptions()

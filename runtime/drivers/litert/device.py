@@ -1,0 +1,145 @@
+"""The ``litert`` and ``litert-xnnpack`` drivers: NNAPI HAL models translated to TFLite
+flatbuffers (:mod:`.translate`) and run by ai-edge-litert's Interpreter, one thread. No
+nncts kernel computes anything here.
+
+=================  ==============================================  ==========================
+driver             ``experimental_op_resolver_type``               what computes
+=================  ==============================================  ==========================
+``litert``         ``BUILTIN_WITHOUT_DEFAULT_DELEGATES``           TFLite's builtin kernels
+``litert-xnnpack`` ``AUTO``                                        the XNNPACK delegate for
+                                                                   what it takes, builtin
+                                                                   kernels for the rest
+=================  ==============================================  ==========================
+
+Device: type CPU, feature level 7 (``get_supported_operations`` says, per operation use,
+whether the translator maps it faithfully), no compilation caching, no memory domains.
+Graph inputs whose dimensions the model leaves unknown are resized to the request's
+(``resize_tensor_input`` + ``allocate_tensors``) before the run.
+"""
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+
+from ...errors import HalError
+from ...hal.static_shapes import check_static_shapes
+from ...hal.types import Capabilities, Model, PerformanceInfo
+from ...types import DeviceTypeCode, ErrorStatus, OperandType, PreferenceCode, PriorityCode
+from ..translated import TranslatedPreparedModel, TranslatingDevice, Unsupported
+from .builder import Builder
+from .translate import to_tflite, translate_operation
+
+INSTALL_HINT = "the litert drivers need `pip install nncts[litert]`"
+FEATURE_LEVEL = 7
+
+
+def _engine():
+    """ai_edge_litert.interpreter, imported on first use (ImportError with the install hint)."""
+    try:
+        from ai_edge_litert import interpreter
+    except ImportError as e:
+        raise ImportError(f"{INSTALL_HINT} ({e})") from None
+    return interpreter
+
+
+class LiteRTPreparedModel(TranslatedPreparedModel):
+    """An ai-edge-litert Interpreter over the translated main subgraph."""
+
+    engine_name = "litert"
+
+    def __init__(self, model: Model, interpreter, inputs: list[int]):
+        super().__init__(model)
+        self.interpreter = interpreter
+        details = interpreter.get_input_details()
+        self._inputs = {idx: d["index"] for idx, d in zip(inputs, details)}
+        self._shapes = {idx: tuple(int(x) for x in d["shape"]) for idx, d in zip(inputs, details)}
+        self._outputs = [d["index"] for d in interpreter.get_output_details()]  # HAL output order
+
+    def reads(self, operand_index: int) -> bool:
+        return operand_index in self._inputs
+
+    def run_engine(self, feed: dict[int, np.ndarray]) -> list[np.ndarray]:
+        it = self.interpreter
+        resized = False
+        for idx, arr in feed.items():
+            if arr.shape != self._shapes[idx]:
+                it.resize_tensor_input(self._inputs[idx], list(arr.shape), strict=False)
+                self._shapes[idx] = arr.shape
+                resized = True
+        if resized:
+            it.allocate_tensors()
+        for idx, arr in feed.items():
+            it.set_tensor(self._inputs[idx], arr)
+        it.invoke()
+        return [np.array(it.get_tensor(t)) for t in self._outputs]
+
+
+class LiteRTDevice(TranslatingDevice):
+    """NNAPI device over ai-edge-litert's builtin kernels (no delegate)."""
+
+    name = "litert"
+    resolver = "BUILTIN_WITHOUT_DEFAULT_DELEGATES"
+
+    def __init__(self):
+        missing = [m for m in ("tflite", "ai_edge_litert", "flatbuffers") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise ImportError(f"{INSTALL_HINT} (missing: {', '.join(missing)})")
+
+    def get_name(self) -> str:
+        return self.name
+
+    def get_type(self) -> DeviceTypeCode:
+        return DeviceTypeCode.CPU
+
+    def get_version_string(self) -> str:
+        from importlib.metadata import version
+        return f"ai-edge-litert {version('ai-edge-litert')} ({self.resolver})"
+
+    def get_feature_level(self) -> int:
+        return FEATURE_LEVEL
+
+    def get_capabilities(self) -> Capabilities:
+        types = [OperandType.TENSOR_FLOAT32, OperandType.TENSOR_INT32, OperandType.TENSOR_QUANT8_ASYMM,
+                 OperandType.TENSOR_QUANT8_ASYMM_SIGNED, OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,
+                 OperandType.FLOAT32, OperandType.INT32, OperandType.BOOL]
+        perf = {t: PerformanceInfo(0.9, 0.9) for t in types}
+        return Capabilities(PerformanceInfo(0.9, 0.9), PerformanceInfo(0.9, 0.9), perf,
+                            PerformanceInfo(0.9, 0.9), PerformanceInfo(0.9, 0.9))
+
+    def unsupported_reason(self, model: Model, operation, level: int | None) -> str | None:
+        name = getattr(operation.type, "name", str(operation.type))
+        if level is None or level > FEATURE_LEVEL:
+            return f"{name}: feature level {level} is above {FEATURE_LEVEL}"
+        b = Builder(model, model.main)
+        b.where = name
+        try:
+            translate_operation(b, operation)
+        except Unsupported as e:
+            return str(e)
+        return None
+
+    def prepare_model(self, model: Model, preference=PreferenceCode.FAST_SINGLE_ANSWER,
+                      priority=PriorityCode.MEDIUM, deadline_ns=None, model_cache=None,
+                      data_cache=None, token=None) -> LiteRTPreparedModel:
+        self.check_preparable(model, preference, priority, deadline_ns)
+        # shapes already certain must satisfy NNAPI's rules (INVALID_ARGUMENT, as the sample
+        # driver answers); TFLite's Prepare would refuse them too, but as a load failure
+        check_static_shapes(model)
+        content, inputs, _ = to_tflite(model)
+        interpreter = _engine()
+        try:
+            it = interpreter.Interpreter(
+                model_content=content, num_threads=1,
+                experimental_op_resolver_type=getattr(interpreter.OpResolverType, self.resolver))
+            it.allocate_tensors()
+        except Exception as e:  # noqa: BLE001 - the engine refused the model
+            raise HalError(ErrorStatus.GENERAL_FAILURE, f"litert could not load the model: {e}") from None
+        return LiteRTPreparedModel(model, it, inputs)
+
+
+class LiteRTXnnpackDevice(LiteRTDevice):
+    """NNAPI device over ai-edge-litert with its default delegate, XNNPACK."""
+
+    name = "litert-xnnpack"
+    resolver = "AUTO"
