@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import expectations, hookspecs, progress, requirements, run_state, sharding
+from harness import driver_coverage, expectations, hookspecs, progress, requirements, run_state, sharding
 from harness.driver import (ENDPOINT_OPTIONS, add_corpus_options, add_driver_options, corpus_roots,  # noqa: F401
                             driver_hal, driver_spec)
 from harness.expectations import apply_baseline
@@ -33,8 +33,8 @@ from runtime.types import OperationType
 #: The shared plugin's parts, one module per concern, registered with it
 #: (:func:`pytest_addhooks`): baselines and retries (expectations), required vs optional tests
 #: (requirements), ``--shard I/N`` (sharding), progress with an ETA (progress), the run's
-#: fingerprint and environment (run_state).
-PARTS = (expectations, requirements, sharding, progress, run_state)
+#: fingerprint and environment (run_state), ``--driver-coverage`` (driver_coverage).
+PARTS = (expectations, requirements, sharding, progress, run_state, driver_coverage)
 
 #: Where the test models come from (:mod:`harness.locations`).
 DEFAULT_SPECS = SPECS

@@ -35,6 +35,12 @@ def _random_graph_replay(record: dict) -> list[str]:
     return ["--config", config, "--first-seed", seed, "--seeds", "1"]
 
 
+def _relations_replay(record: dict) -> list[str]:
+    """A relation item's id is ``RELATIONS/<relation>/<source>``: that relation, on the full
+    budget (every corpus model and graph: the item exists again, whatever sample it came from)."""
+    return ["--relation", record["id"].split("/")[1], "--relations-budget", "full"]
+
+
 @dataclass(frozen=True)
 class SuiteSpec:
     """One suite.
@@ -102,11 +108,16 @@ SUITES: tuple[SuiteSpec, ...] = (
     SuiteSpec("precision", "precision", "nncts precision sweeps", "precision", ("test_sweeps.py",),
               ("precision.plugin",), quick_options=("--sweep", "quick"), replay_options=_precision_replay,
               required=False),
+    # metamorphic relations (no golden) over the corpus and random graphs
+    SuiteSpec("relations", "relations", "nncts metamorphic relations", "relations", ("test_metamorphic.py",),
+              ("relations.plugin",), quick_options=("--relations-budget", "quick", "--relations-source", "graphs"),
+              replay_options=_relations_replay, required=False),
     SuiteSpec("fuzz", "fuzz", "nncts fuzzing", "fuzz"),
     SuiteSpec("mlts", "mlts", "nncts MLTS", "mlts", quick_options=("--models", QUICK_MLTS_MODEL)),
 )
 
-#: The pytest suites' command names (``nncts cts``, ``vts``, ``random-graph``, ``precision``).
+#: The pytest suites' command names (``nncts cts``, ``vts``, ``random-graph``, ``precision``,
+#: ``relations``).
 PYTEST_SUITES = tuple(s.command for s in SUITES if s.runs_under_pytest)
 
 

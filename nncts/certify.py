@@ -1,7 +1,7 @@
 """``nncts certify`` (a certification bundle of one driver) and ``nncts verify BUNDLE``.
 
 ``nncts certify --driver NAME [--out DIR] [--quick] [--driver-process] [--modes default|all]
-[--fuzz-seconds S] [--profile P] [--baseline F] [--retries N] [--jobs N] [--suite-timeout S]
+[--fuzz-seconds S] [--driver-coverage] [--profile P] [--baseline F] [--retries N] [--jobs N] [--suite-timeout S]
 [--skip SUITE] [--archive] [--sign-key KEY]`` runs every suite (:mod:`nncts.certify_suites`) as a subprocess
 into ``DIR/results/<suite>/`` and writes the bundle: ``environment.json`` and ``driver.json``
 (:mod:`nncts.certify_facts`), ``checksums.json`` (the test content the run used),
@@ -53,6 +53,7 @@ from harness.expectations import load_baseline
 from harness.requirements import load_profile
 from harness import suites as table
 from harness.suites import QUICK_CORPUS, QUICK_FUZZ_SECONDS, QUICK_K
+from runtime.drivers.code_coverage import coverage_missing
 from runtime.remote.client import is_remote_spec, remote_extra_missing
 
 from . import certify_facts, certify_suites, signing
@@ -76,6 +77,8 @@ def _check(args) -> None:
     check_driver(args.driver)
     if (args.driver_process or is_remote_spec(args.driver)) and (missing := remote_extra_missing()):
         raise ValueError(f"--driver-process: {missing}")
+    if getattr(args, "driver_coverage", False) and (missing := coverage_missing()):
+        raise ValueError(f"--driver-coverage: {missing}")
     for option, value, low in (("--fuzz-seconds", args.fuzz_seconds, 1), ("--retries", args.retries, 0),
                                ("--jobs", args.jobs, 1)):
         if value is not None and value < low:
@@ -177,7 +180,7 @@ def verdict(suites: list, args) -> dict:
     text = "certified" if certified else "not certified" if scope == "full" else f"not certified ({scope} run)"
     return {"certified": certified, "verdict": text, "passed": not blocking, "scope": scope,
             "scope_reasons": scope_reasons, "driver": args.driver, "out_of_process": args.driver_process,
-            "profile": args.profile,
+            "driver_coverage": getattr(args, "driver_coverage", False), "profile": args.profile,
             "baseline": args.baseline, "quick": args.quick, "modes": args.modes, "fuzz_seconds": args.fuzz_seconds,
             "suites": [s.as_dict() for s in suites], "reasons": reasons, "failures": failures}
 
@@ -329,6 +332,9 @@ def add_parsers(sub) -> None:
                    help="the bundle directory (new or empty; default nncts-bundle)")
     c.add_argument("--quick", action="store_true", help="a CI-sized selection of every suite (seconds, not minutes)")
     c.add_argument("--driver-process", action="store_true", help="every suite runs the driver in its own process")
+    c.add_argument("--driver-coverage", action="store_true",
+                   help="record which lines and branches of the driver's own Python source each pytest suite "
+                        "reaches (coverage.py): each suite's figures in verdict.json and the report")
     c.add_argument("--modes", choices=("default", "all"), default="default",
                    help="CTS execution modes: default (each axis value alone) or all (the full cross product)")
     c.add_argument("--fuzz-seconds", type=int, default=None, metavar="S",

@@ -3,7 +3,8 @@
 crashes does not end the certification.
 
 Suites: ``cts`` (every corpus model in each ``--modes`` mode), ``vts``, ``random-graph``,
-``precision`` (the sweeps; ``--sweep quick`` under ``--quick``), ``fuzz`` (a time budget, findings in ``results/fuzz/findings``) and ``mlts`` (``nncts mlts
+``precision`` (the sweeps; ``--sweep quick`` under ``--quick``), ``relations`` (the metamorphic
+relations, full budget; three random graphs under ``--quick``), ``fuzz`` (a time budget, findings in ``results/fuzz/findings``) and ``mlts`` (``nncts mlts
 --quick``: real models' accuracy; only when the ``mlts`` extra imports). ``--quick`` runs the
 CI-sized selection: the V1_0 corpus directory filtered by :data:`harness.suites.QUICK_K` (quantized and
 broadcast ADD, a float CONV_2D, a quantized CONV_2D), one seed of a few random-graph
@@ -42,7 +43,9 @@ class SuiteResult:
     ``counts`` the outcome counts (records, MLTS models or fuzz findings); ``failures`` up to
     :data:`MAX_LISTED` of ``{"id", "message"}``; ``reason`` why it failed without a failing
     test (exit code, time limit) or why it did not run; ``required``: whether the verdict
-    needs it (the suite table's, or the profile's ``suites``: :func:`nncts.certify.verdict`)."""
+    needs it (the suite table's, or the profile's ``suites``: :func:`nncts.certify.verdict`);
+    ``driver_coverage``: with ``--driver-coverage``, the lines and branches of the driver's
+    source this suite reached (:func:`driver_coverage_summary`)."""
 
     suite: str
     status: str
@@ -54,6 +57,7 @@ class SuiteResult:
     failures_total: int = 0
     reason: str = ""
     required: bool = True
+    driver_coverage: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         """The JSON form (``verdict.json``'s ``suites``)."""
@@ -74,6 +78,7 @@ def _nncts(*args: str) -> list[str]:
 def _pytest_suite(args, spec, out: Path) -> list[str]:
     cmd = _nncts(spec.command, "--driver", args.driver, "--report-dir", str(out), "--profile", args.profile)
     cmd += ["--driver-process"] if args.driver_process else []
+    cmd += ["--driver-coverage"] if getattr(args, "driver_coverage", False) else []
     cmd += ["--baseline", str(Path(args.baseline).resolve())] if args.baseline else []
     cmd += ["--retries", str(args.retries)] if args.retries else []
     cmd += ["-n", str(args.jobs)] if args.jobs is not None else []   # else the suites' default: every core
@@ -215,6 +220,25 @@ def outcomes(name: str, out: Path, args) -> tuple[dict, list[dict]]:
     return _pytest_outcomes(out)
 
 
+def driver_coverage_summary(out: Path) -> dict:
+    """The driver code coverage a pytest suite wrote into ``out`` (``--driver-coverage``:
+    :mod:`harness.driver_coverage`) as the certificate records it: ``{"lines": "342/430",
+    "line_percent", "branches": "98/162", "branch_percent", "percent", "files": {path:
+    {"line_percent", "branch_percent", "not_reached"}}}``; {} when it wrote none. ValueError
+    (one line) for a file that is not such a document."""
+    from reports.driver_coverage import load
+    section = load(out)
+    if section is None:
+        return {}
+
+    def figures(row: dict) -> dict:
+        return {"lines": f"{row['covered_lines']}/{row['statements']}", "line_percent": row["line_percent"],
+                "branches": f"{row['covered_branches']}/{row['branches']}", "branch_percent": row["branch_percent"],
+                "percent": row["percent"]}
+    return {**figures(section["totals"]), "process": section["process"],
+            "files": {f["path"]: dict(figures(f), not_reached=f["missing_ranges"]) for f in section["files"]}}
+
+
 def _tail(log: Path, lines: int = 3) -> str:
     try:
         text = log.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -239,6 +263,11 @@ def run_suite(args, name: str, results: Path, fuzz_seeds: Path | None = None) ->
     except (OSError, ValueError) as e:
         failing, reason = [], reason or f"its results cannot be read: {e}"
     res.failures, res.failures_total = failing[:MAX_LISTED], len(failing)
+    if getattr(args, "driver_coverage", False) and table.suite(name).runs_under_pytest:
+        try:
+            res.driver_coverage = driver_coverage_summary(out)
+        except ValueError as e:
+            reason = reason or str(e)
     if code == 0 and not failing and not reason:
         res.status = "passed"
     elif not failing:

@@ -11,6 +11,8 @@ coverage matrix (:mod:`cts.coverage`) and writes ``coverage.json`` and ``coverag
 the random-graph suite (:mod:`random_graph`) the same way, reproducers under
 ``<report dir>/graphs``. ``nncts precision [--driver NAME] [--sweep full|quick] [PYTEST ARGS...]`` runs the precision
 sweeps (:mod:`precision`) the same way, and the report directory also gets ``precision.html``.
+``nncts relations [--driver NAME] [--relation NAME]... [--relations-budget quick|full] [PYTEST ARGS...]``
+checks the metamorphic relations (:mod:`relations`) the same way (full budget by default).
 ``nncts specs build|check`` builds our own golden specs (:mod:`cts.specs`) or checks the
 built files are current (exit 1 naming the stale ones).
 ``nncts mlts [--driver NAME] [--models NAMES] [--report-dir DIR] [--quick]`` imports the bundled
@@ -250,6 +252,24 @@ def _random_graph(args, parser) -> int:
                       {"seeds": seeds, "configurations": configs or ["all"], "reproducers": dump})
 
 
+def _relations(args, parser) -> int:
+    """``nncts relations``: the relations suite on the full budget unless
+    ``--relations-budget`` says otherwise, failing models and their minimized reproducers
+    under the report directory's ``relations/`` (unless ``--relations-dump`` says elsewhere).
+    An unknown driver or fewer than one seed is a usage error (one line, exit 2) before any
+    model is loaded."""
+    try:
+        if getattr(args, "relations_seeds", 1) < 1:
+            raise ValueError("--relations-seeds: must be at least 1")
+        check_driver(args.driver)
+    except ValueError as e:
+        usage_exit("nncts relations", e)
+    extra = [] if hasattr(args, "relations_budget") else ["--relations-budget", "full"]
+    if not hasattr(args, "relations_dump"):
+        extra += ["--relations-dump", str(Path(args.report_dir).absolute() / "relations")]
+    return _run_suite(suite(args.command), args, args.extra, extra)
+
+
 def _coverage(args, parser) -> int:
     """``nncts coverage``: scan the roots, print the per-operation table, write the files.
     A missing or malformed corpus root, or an unknown --op, is a usage error (exit 2)."""
@@ -260,7 +280,7 @@ def _coverage(args, parser) -> int:
         hits = scan.scan(roots)
     except ValueError as e:
         parser.exit(2, f"nncts coverage: error: {e}\n")
-    doc = report.matrix(hits, roots, operations)
+    doc = report.matrix(hits, roots, operations, effect=not args.no_effect)
     print(report.format_table(doc, detail=bool(operations)))
     print("coverage:", ", ".join(str(p) for p in report.write(doc, args.out)))
     return 0
@@ -353,6 +373,14 @@ def build_parser(commands=None) -> OneLineParser:
                                                  "arguments go to pytest",
                                "seconds one sweep may take before it counts as a hang (default 300)", corpus=False,
                                plugin_options=wanted("precision"))
+    rel = _add_suite_parser(sub, "relations", "metamorphic relations that need no golden value (batch split and "
+                                              "concatenation, NHWC/NCHW twins, partitioning, permuted element-wise "
+                                              "inputs, repeated executions, relaxed float32 against float16) over the "
+                                              "corpus and random graphs; a relation applies where the reference "
+                                              "satisfies it; failures are minimized; unknown arguments go to pytest",
+                            "seconds one relation on one model may take before it counts as a hang (default 300)",
+                            plugin_options=wanted("relations"))
+    rel.set_defaults(handler=_relations)
     for p in (cts, vts, sweeps):
         p.set_defaults(handler=_suite)
     rg.set_defaults(handler=_random_graph)
@@ -365,6 +393,8 @@ def build_parser(commands=None) -> OneLineParser:
     cov.add_argument("--out", default="nncts-report", help="where coverage.json/.html go (default: nncts-report)")
     cov.add_argument("--op", action="append", default=[], metavar="NAME",
                      help="only this operation (NNAPI name, repeatable); lists every cell")
+    cov.add_argument("--no-effect", action="store_true",
+                     help="count use only: skip the effect analysis (swap each cell's value, re-run the reference)")
     cov.set_defaults(handler=_coverage)
     specs = sub.add_parser("specs", help="build our own golden specs into corpus-schema files "
                                          "(cts/specs/built), or check the built files are up to date")

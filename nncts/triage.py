@@ -26,16 +26,21 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from harness.changed_inputs import changed_inputs
 from harness.graph_configs import MAX_FEATURE_LEVEL, all_configs, criteria_for
 from harness.graphs import GenerationError, generate
 from harness.locations import CORPUS, DEFAULT_CORPUS_LABEL, DEFAULT_ROOTS, ROOT, SPECS, SPECS_LABEL
 from harness.modes import BASE, parse_mode
-from harness.runner import execute_compilation, run_test_model, variant
+from harness.runner import PRECISION_MODES, WAIT_LIMIT_S, execute_compilation, run_test_model, variant
+from nncts import triage_suites as sides
+from nncts.localize import localize
+from random_graph.judge import ambiguity
 from reports import triage as doc_
 from reports.replay import replay_command
 from reports.run import all_records, load_run
@@ -51,7 +56,7 @@ from runtime.testing.test_model import CorpusError, TestModel, corpus_files, loa
 from runtime.types import OperandType, operand_dtype
 
 #: Disagreements re-run by default (the rest are counted, judged by nothing: undecided).
-DEFAULT_LIMIT = 2000
+DEFAULT_LIMIT = 20000
 _FLOAT = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.FLOAT32, OperandType.FLOAT16)
 #: What a reference or driver run may raise on a hostile or broken model (besides the
 #: driver's NnapiError): reported as the run's problem, never a crash of the command.
@@ -167,9 +172,11 @@ def _float_truth(tm: TestModel) -> list | None:
     return [t if tm.main.operands[i].type in _FLOAT else None for i, t in zip(tm.main.output_indexes, truth)]
 
 
-def reference(tm: TestModel) -> dict:
+def reference(tm: TestModel, ambiguous=None) -> dict:
     """The reference's judgement of ``tm``: ``verdict`` (pass / fail against the expected
-    values; None for a model that must fail, or when the reference refuses it), ``error``
+    values, elements of ``ambiguous`` (a random graph's masks, one per output or None:
+    :func:`random_graph.judge.ambiguity`) left out; None for a model that must fail, or when
+    the reference refuses it), ``error``
     (:func:`error_ratio` of its outputs), ``golden_vs_truth`` (the expected values' error
     against the float64 truth, float outputs only), ``problem`` (its first problem), and the
     ``truth`` arrays (not serialized)."""
@@ -183,7 +190,7 @@ def reference(tm: TestModel) -> dict:
     except _RUN_ERRORS as e:
         return {"verdict": None, "error": None, "golden_vs_truth": None,
                 "problem": f"the reference refuses the model: {e}", "truth": None}
-    problems = judge(tm, [o.tobytes() for o in outs], [list(s.dimensions) for s in shapes])
+    problems = judge(tm, [o.tobytes() for o in outs], [list(s.dimensions) for s in shapes], ambiguous)
     truth = _float_truth(tm)
     golden = [tm.main.operands[i].data for i in tm.main.output_indexes]
     return {"verdict": "fail" if problems else "pass", "error": error_ratio(tm, outs),
@@ -226,27 +233,82 @@ def _outputs(tm: TestModel, device: Device) -> tuple[list | None, str]:
     return outs, ""
 
 
-def rerun(tm: TestModel, mode, device: Device, ref: dict, cts: bool) -> dict:
+def run_options(meta: dict) -> dict:
+    """The options a run's CTS tests ran with, read from the command line its ``meta``
+    records (``environment["command line"]``, ``run.json``): ``require_timing`` (False with
+    ``--no-require-timing``), ``precision`` (``--precision aosp|strict``, :data:`
+    harness.runner.PRECISION_MODES`) and ``wait_limit_s`` (``--wait-limit``); the suites'
+    defaults for those not given or unreadable (a hostile command line is never run, only
+    read)."""
+    env = meta.get("environment") if isinstance(meta, dict) else None
+    line = env.get("command line") if isinstance(env, dict) else None
+    out = {"require_timing": True, "precision": "aosp", "wait_limit_s": WAIT_LIMIT_S}
+    try:
+        words = shlex.split(line[:10_000]) if isinstance(line, str) else []
+    except ValueError:
+        words = []
+    for k, w in enumerate(words):
+        key, _, value = w.partition("=")
+        if not value and k + 1 < len(words):
+            value = words[k + 1]
+        if w == "--no-require-timing":
+            out["require_timing"] = False
+        elif key == "--precision" and value in PRECISION_MODES:
+            out["precision"] = value
+        elif key == "--wait-limit":
+            try:
+                limit = float(value)
+            except ValueError:
+                continue
+            if 0 < limit <= 3600:
+                out["wait_limit_s"] = limit
+    return out
+
+
+def rerun(tm: TestModel, mode, device: Device, ref: dict, cts: bool, options: dict | None = None,
+          ambiguous=None, plain: tuple | None = None) -> dict:
     """A side's re-run of test model ``tm`` in ``mode``: ``rerun`` (pass / fail: a CTS test
-    through :func:`harness.runner.run_test_model` in its mode, a graph by its outputs),
+    through :func:`harness.runner.run_test_model` in its mode with the run's ``options``
+    (:func:`run_options`), a graph by its outputs with its ``ambiguous`` masks left out),
     ``message`` (the re-run's problem), ``error`` and ``truth_error`` (:func:`error_ratio` of
     one plain execution of the mode's variant against the expected values and the float64
-    truth ``ref["truth"]``)."""
+    truth ``ref["truth"]``). ``plain``: that execution's (outputs, why) when already made
+    (the modes of one model variant share it)."""
+    options = options or run_options({})
     run = variant(tm, mode)
-    outs, why = _outputs(run, device)
+    outs, why = plain if plain is not None else _outputs(run, device)
     out = {"error": error_ratio(run, outs) if outs else None,
            "truth_error": error_ratio(run, outs, ref["truth"]) if outs and ref.get("truth") else None}
     if cts:
-        outcome = run_test_model(tm, device, mode)
+        outcome = run_test_model(tm, device, mode, **options)
         verdict = {"passed": "pass", "failed": "fail"}.get(outcome.status)
         message = outcome.message
     else:
         if outs is None or any(o is None for o in outs):
             problems = [why or "an output's bytes do not hold the dimensions the driver reported"]
         else:
-            problems = judge(run, [o.tobytes() for o in outs], [list(o.shape) for o in outs])
+            problems = judge(run, [o.tobytes() for o in outs], [list(o.shape) for o in outs], ambiguous)
         verdict, message = ("fail", problems[0]) if problems else ("pass", "")
     return {**out, "rerun": verdict, "message": message if verdict == "fail" else ""}
+
+
+def culprit(tm: TestModel, mode, device: Device) -> dict | None:
+    """The operation ``device`` gets wrong first in ``tm`` as ``mode`` runs it
+    (:func:`nncts.localize.localize`, each operation alone in a plain execution) on the
+    example inputs, else, for a mode that runs changed inputs too (a burst, a reusable
+    execution, shared memories: :func:`harness.changed_inputs.changed_inputs`), on those;
+    None when none does alone."""
+    run = variant(tm, mode)
+    tried = [run] + ([changed_inputs(run)] if mode.reuses else [])
+    for model in (m for m in tried if m is not None):
+        try:
+            found = localize(model, [model.main.operands[i].data for i in model.main.input_indexes],
+                             lambda m: _outputs(m, device))
+        except _RUN_ERRORS:  # a model the isolation cannot take apart: clustered by its message
+            found = None
+        if found is not None:
+            return found
+    return None
 
 
 def triage(a_path: str, b_path: str, limit: int = DEFAULT_LIMIT) -> dict:
@@ -267,6 +329,8 @@ def triage(a_path: str, b_path: str, limit: int = DEFAULT_LIMIT) -> dict:
         devices[s], why_not[s] = driver_device(labels[s]) if labels["A"] != labels["B"] else \
             (None, "both runs name the same driver: judged by the recorded verdicts")
     sources = {s: ModelSource(metas[s].get("corpus")) for s in runs}
+    options = {s: run_options(metas[s]) for s in runs}
+    memo: dict = {}
     entries = []
     for n, (ra, rb) in enumerate(pairs):
         entry = {"suite": ra.get("suite", "cts"), "id": ra["id"], "mode": ra.get("mode", ""), "how": "recorded",
@@ -274,6 +338,10 @@ def triage(a_path: str, b_path: str, limit: int = DEFAULT_LIMIT) -> dict:
                  **{s.lower(): {"outcome": r["outcome"], "verdict": doc_.verdict(r), "rerun": None, "error": None,
                                 "truth_error": None, "message": r.get("message", ""),
                                 "replay": replay_command(r, metas[s])} for s, r in (("A", ra), ("B", rb))}}
+        if entry["suite"] in ("vts", "precision") and n < limit:
+            entry.update(_other_suite(entry, ra, devices, options))
+            entries.append(entry)
+            continue
         built = rebuild(ra, sources["A"]) if n < limit else f"past --limit {limit}: not re-run"
         if isinstance(built, str) and built.startswith("no corpus model"):
             built = rebuild(ra, sources["B"])
@@ -282,12 +350,29 @@ def triage(a_path: str, b_path: str, limit: int = DEFAULT_LIMIT) -> dict:
             entry["note"] = built
         else:
             tm, mode = built
-            ref = reference(variant(tm, mode))
+            # what depends on the model variant only is computed once for all its modes
+            key = (entry["suite"], tm.test_id if entry["suite"] == "cts" else ra["id"], mode.coupling, mode.outputs)
+            if key not in memo:
+                memo.clear()  # a model's modes are adjacent in the sorted pairs: keep one
+                masks = ambiguity(tm).masks if entry["suite"] == "random_graph" else None
+                memo[key] = {"masks": masks, "ref": reference(variant(tm, mode), masks)}
+            known = memo[key]
+            ref, masks = known["ref"], known["masks"]
             for s in runs:
                 if devices[s] is not None:
-                    entry[s.lower()].update(rerun(tm, mode, devices[s], ref, entry["suite"] == "cts"))
+                    if ("plain", s) not in known:
+                        known[("plain", s)] = _outputs(variant(tm, mode), devices[s])
+                    entry[s.lower()].update(rerun(tm, mode, devices[s], ref, entry["suite"] == "cts", options[s],
+                                                  masks, known[("plain", s)]))
                     entry["how"] = "re-run"
             entry["reference"] = {k: v for k, v in ref.items() if k != "truth"}
+            wrong = doc_.attribute(entry)
+            for s in runs:
+                side = entry[s.lower()]
+                if devices[s] is not None and wrong in (s, "both") and doc_.side_verdict(side) == "fail":
+                    if ("culprit", s) not in known:
+                        known[("culprit", s)] = culprit(tm, mode, devices[s])
+                    side["culprit"] = known[("culprit", s)]
             notes = [f"{s}: {why_not[s]}" for s in runs if devices[s] is None and why_not[s]]
             if ref.get("golden_vs_truth") is not None and ref["golden_vs_truth"] > 1:
                 notes.append("the expected values disagree with the float64 truth beyond the tolerance")
@@ -295,6 +380,23 @@ def triage(a_path: str, b_path: str, limit: int = DEFAULT_LIMIT) -> dict:
         entries.append(entry)
     run_info = {s: {"path": str(p), "driver": labels[s]} for s, p in (("A", a_path), ("B", b_path))}
     return doc_.build(entries, records["A"], records["B"], run_info, compared, one_sided)
+
+
+def _other_suite(entry: dict, record: dict, devices: dict, options: dict) -> dict:
+    """``reference``, ``how``, ``note`` and the sides' re-runs of a VTS or precision-sweep
+    entry (:mod:`nncts.triage_suites`)."""
+    if entry["suite"] == "vts":
+        return {"reference": dict(sides.VTS_REFERENCE), "how": "HAL contract", "note": sides.VTS_NOTE}
+    found = sides.sweep_case(record)
+    if isinstance(found, str):
+        return {"reference": dict(sides.SWEEP_REFERENCE), "how": "recorded", "note": f"{sides.SWEEP_NOTE}; {found}"}
+    case, mode = found
+    how = "recorded"
+    for s, device in devices.items():
+        if device is not None:
+            entry[s.lower()].update(sides.rerun_sweep(case, mode, device, options[s]))
+            how = "re-run"
+    return {"reference": dict(sides.SWEEP_REFERENCE), "how": how, "note": sides.SWEEP_NOTE}
 
 
 def _triage(args, parser) -> int:

@@ -21,7 +21,7 @@ import jinja2
 from harness.records import (EXPECTATION_OUTCOMES, per_mode, per_operation, per_source, precision_summary, read_json,
                              read_records, totals)
 
-from . import charts, junit, matrix, precision, random_graph, triage, verdict
+from . import charts, driver_coverage, junit, matrix, precision, random_graph, triage, verdict
 from .clusters import cluster_failures
 from .mlts import model_status
 from .replay import replay_command
@@ -144,8 +144,9 @@ def build(dirs: list[SuiteDir], title: str, meta: dict | None = None) -> dict:
     """The report document (what ``report.json`` holds; the page adds the charts): besides
     the totals and tables, ``clusters`` (:func:`reports.clusters.cluster_failures`: failures
     grouped by operation under test, operand type, mode and masked message, most first) and
-    ``matrix_untouched`` (the matrix rows without any test, which the page folds) and ``triage``
-    (the ``triage.json`` of each directory holding one: :func:`reports.triage.load`)."""
+    ``matrix_untouched`` (the matrix rows without any test, which the page folds), ``triage``
+    (the ``triage.json`` of each directory holding one: :func:`reports.triage.load`) and
+    ``driver_coverage`` (each directory's ``driver_coverage.json``: :func:`reports.driver_coverage.sections`)."""
     records = all_records(dirs)
     m = matrix.build(records)
     return {"title": title, "generated": datetime.datetime.now().isoformat(timespec="seconds"),
@@ -164,6 +165,7 @@ def build(dirs: list[SuiteDir], title: str, meta: dict | None = None) -> dict:
             "precision": precision.overview(precision.rows_of(dirs)),
             "cts_precision": precision_summary(records),
             "triage": [t for t in (triage.load(d.path) for d in dirs) if t],
+            "driver_coverage": driver_coverage.sections(dirs),
             "skips": [{"suite": r["suite"], "id": r["id"], "skip_kind": r.get("skip_kind", ""),
                        "message": r.get("message", "")} for r in records if r["outcome"] == "skipped"]}
 

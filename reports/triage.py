@@ -24,7 +24,15 @@ recorded one) differs from the reference's, except where the expected values are
 beyond the tolerance of the float64 truth (``golden_vs_truth`` > 1) and both sides' outputs
 were measured: then a side is wrong when its outputs are beyond the tolerance of the truth; ``neither`` when both agree with the reference
 (the recorded difference did not reproduce: flaky, or a fault of the mode the re-run did not
-reproduce), ``undecided`` without a reference verdict. A disagreement is *borderline*
+reproduce), ``undecided`` without a reference verdict.
+
+Clusters (:func:`clusters`) group by culprit, not by surface: a wrong side's test counts
+under the operation that side gets wrong when each operation runs alone on the reference's
+inputs (``side["culprit"]``, :mod:`nncts.localize`, also inside IF / WHILE bodies), with that
+operation's difference masked (:func:`reports.clusters.mask_numbers`); the operand types
+and models are listed inside the cluster. A test with no such operation (a fault of the
+whole model, of a mode, of a memory layout) counts under the cell its run blames it on,
+with its failure message masked. A disagreement is *borderline*
 (:func:`is_borderline`) when a measured error of a side or of the reference lies within 2x of
 the tolerance (0.5 < error <= 2): a small change of either would flip it.
 """
@@ -38,7 +46,9 @@ from pathlib import Path
 from harness.records import read_json
 
 from . import blame
-from .clusters import cluster_failures
+from harness.records import names_order
+
+from .clusters import legacy_blame, mask_numbers, message_pattern
 from .templating import ENV
 
 #: Outcome -> verdict (``skip``: nothing of the driver judged, not comparable).
@@ -135,29 +145,50 @@ def _cluster_record(r: dict, cell: blame.Blame | None, ref_problem: str, side: d
     return out
 
 
+def _cluster_key(e: dict, side: str, cell: blame.Blame | None, record: dict) -> tuple[str, str, str, str]:
+    """(operation, operand type, pattern, where) a wrong side's test is clustered under: its
+    culprit's (the operation the side gets wrong alone, ``e[side]["culprit"]``:
+    :mod:`nncts.localize`) with the culprit's message masked, else the cell its run blames
+    it on with its failure message masked (:func:`_cluster_record`)."""
+    found = e[side.lower()].get("culprit")
+    if isinstance(found, dict) and found.get("operation"):
+        return (str(found["operation"]), str(found.get("operand_type", "")), mask_numbers(str(found.get("message", ""))),
+                str(found.get("where", "")))
+    synth = _cluster_record(record, cell, e["reference"].get("problem", ""), e[side.lower()])
+    op, t = (cell.operation, cell.operand_type) if cell is not None else legacy_blame(synth)
+    return op, t, message_pattern(synth), ""
+
+
 def clusters(entries: list[dict], a_records, b_records, drivers: dict[str, str]) -> list[dict]:
-    """The wrong sides' tests in clusters (:func:`reports.clusters.cluster_failures` over one
-    record per wrong side, mode left out): ``[{"wrong": "A"|"B", "driver", "operation",
-    "operand_type", "pattern", "count", "tests", "replay", "borderline"}]``, side B's first,
-    then most tests first. A test's cell is the one its side's run blames it on
-    (:mod:`reports.blame`: a failure moved to a helper operation stays there)."""
+    """The wrong sides' tests in clusters, one per (wrong side, culprit operation, masked
+    message) (:func:`_cluster_key`; operand types and tests listed inside, so one fault
+    seen through several types, modes or models where the operation is a helper or inside
+    an IF / WHILE is one cluster, and two faults in two operations are two):
+    ``[{"wrong": "A"|"B", "driver", "operation", "operand_type" (the types joined),
+    "operand_types", "pattern", "count", "tests", "localized" (tests whose culprit was
+    found by running operations alone), "replay", "borderline"}]``, side B's first, then
+    most tests first."""
     out = []
     for side, records in (("B", list(b_records)), ("A", list(a_records))):
         cells = {_key(r): c for r, c in zip(records, blame.blame(records))}
         by_key = {_key(r): r for r in records}
-        synth, borderline = [], {}
+        groups: dict[tuple, list] = collections.defaultdict(list)
         for e in entries:
             if e["wrong"] not in (side, "both"):
                 continue
             k = (e["suite"], e["id"])
-            synth.append(_cluster_record(by_key[k], cells.get(k), e["reference"].get("problem", ""),
-                                         e[side.lower()]))
-            borderline[e["id"]] = e["borderline"]
-        for c in cluster_failures(synth, replay=lambda r: r.get("replay", "")):
-            c.pop("mode", None)
-            c.pop("helper_failures", None)
-            out.append({"wrong": side, "driver": drivers.get(side, ""), **c,
-                        "borderline": sum(borderline[t] for t in c["tests"])})
+            op, t, pattern, where = _cluster_key(e, side, cells.get(k), by_key[k])
+            groups[(op, pattern)].append((e, t, where))
+        found = []
+        for (op, pattern), members in groups.items():
+            types = sorted({t for _, t, _ in members if t}, key=names_order)
+            found.append({"wrong": side, "driver": drivers.get(side, ""), "operation": op,
+                          "operand_type": ", ".join(types), "operand_types": types, "pattern": pattern,
+                          "count": len(members), "tests": [e["id"] for e, _, _ in members],
+                          "localized": sum(bool(w) for _, _, w in members),
+                          "replay": members[0][0][side.lower()].get("replay", ""),
+                          "borderline": sum(bool(e["borderline"]) for e, _, _ in members)})
+        out += sorted(found, key=lambda c: (-c["count"], c["operation"], c["pattern"]))
     return out
 
 
@@ -214,8 +245,8 @@ def write(doc: dict, out_dir: str | Path) -> list[Path]:
 
 
 #: The fields the page section reads from a cluster, with their types.
-_CLUSTER_FIELDS = {"wrong": str, "driver": str, "operation": str, "operand_type": str, "pattern": str,
-                   "count": int, "tests": list, "replay": str, "borderline": int}
+_CLUSTER_FIELDS = {"wrong": str, "driver": str, "operation": str, "operand_type": str, "operand_types": list,
+                   "pattern": str, "count": int, "tests": list, "localized": int, "replay": str, "borderline": int}
 
 
 def load(run_dir: str | Path) -> dict | None:

@@ -10,6 +10,8 @@ actual shapes in and out; nested control flow recurses (at most :data:`MAX_NESTI
 Each WHILE is bounded by the loop timeout (default 2 s, at most 15 s) and the execution
 deadline, both given to :func:`execute` or set for a whole driver call by
 :func:`execution_limits`; past either the execution fails with MISSED_DEADLINE_TRANSIENT.
+The deadline is also checked before every operation (one clock read each, only when a
+deadline is set), so a long loop-free model ends the same way as a long loop.
 
 Per-operation cost. What an execution needs to know about a subgraph that does not depend
 on the request (each operation's kernel, its constant inputs as operand views over the
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import time
 import weakref
 
 import numpy as np
@@ -273,7 +276,9 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
     A driver running extension operations puts their kernels in ``table`` under their int
     codes and gives ``dtypes`` (extension operand type code -> numpy dtype). IF/WHILE run
     ``model.referenced`` subgraphs; ``loop_timeout_ns`` (None: 2 s, clamped to 15 s) and
-    ``deadline_ns`` bound each WHILE. ``intercept(k, ctx, results) -> results``, if given, sees
+    ``deadline_ns`` bound each WHILE; ``deadline_ns`` (absolute ``time.monotonic_ns()``) is
+    also checked before every operation, so a long loop-free model ends the
+    same way. ``intercept(k, ctx, results) -> results``, if given, sees
     each operation ``k`` of this subgraph after its kernel ran (``ctx``: the
     :class:`OpContext`, input views with their values) and may return other results of the
     same shapes (an oracle's alternative answers; not passed into referenced subgraphs).
@@ -283,7 +288,7 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
     an input bound with no value is not optional, or an inferred output shape is past the
     size bounds (2^31 - 1 bytes, :data:`MAX_REFERENCE_ELEMENTS`; checked before the kernel
     allocates anything); HalError(MISSED_DEADLINE_TRANSIENT) when a WHILE runs past the loop
-    timeout or the deadline.
+    timeout or the deadline, or the deadline passes between two operations.
     """
     if loop_timeout_ns is None:
         loop_timeout_ns = LOOP_TIMEOUT_DEFAULT_NS
@@ -303,6 +308,13 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
         for step_index, (step, release) in enumerate(zip(prog.steps, prog.release)):
             if step.failure is not None:
                 raise step.failure
+            # the deadline ends a long loop-free model as it ends a loop (HAL 1.3 IPreparedModel
+            # execute*_1_3: MISSED_DEADLINE_* when the deadline passes during the execution);
+            # one clock read per operation, and only when a deadline is set
+            if deadline_ns is not None and time.monotonic_ns() >= deadline_ns:
+                raise HalError(ErrorStatus.MISSED_DEADLINE_TRANSIENT,
+                               f"{step.where}: execution deadline passed after {step_index} of "
+                               f"{len(prog.steps)} operations")
             views_in = []
             for idx, const in zip(step.inputs, step.consts):
                 if const is not None:

@@ -653,3 +653,84 @@ class IgnoresFenceDependencies(_PreparedOverride):
             def execute_fenced(self, request, wait_for, *args):
                 return super().execute_fenced(request, [], *args)
         return Prepared
+
+
+class GroupedConvBatchLeak(_PatchedDevice):
+    """GROUPED_CONV_2D on TENSOR_FLOAT32 reads batch 0's image for every batch (a batch stride
+    of 0) when the batch is over 1. Every float32 GROUPED_CONV_2D model of the corpus and the
+    built specs has a batch of 1, so the CTS passes it; the relations' batch twins (a batch
+    of 1 stacked with its reversed image) catch it (tests/test_relations.py)."""
+
+    operation = OperationType.GROUPED_CONV_2D
+
+    def patch(self, ctx, kernel):
+        x = ctx.inputs[0]
+        if x.value is not None and x.value.dtype == np.float32 and x.value.ndim == 4 and x.value.shape[0] > 1:
+            x.value = np.ascontiguousarray(np.broadcast_to(x.value[:1], x.value.shape))
+        return kernel(ctx)
+
+
+class ResizeNchwChannelSwap(_PatchedDevice):
+    """RESIZE_BILINEAR in NCHW (layout true) with three channels or more writes channels 1 and
+    2 swapped. Every NCHW RESIZE_BILINEAR model of the corpus and the built specs has one or
+    two channels (NHWC ones have three), so the CTS passes it; the relations' layout twins
+    (the NHWC models run in NCHW) catch it (tests/test_relations.py)."""
+
+    operation = OperationType.RESIZE_BILINEAR
+
+    def patch(self, ctx, kernel):
+        out = kernel(ctx)
+        layout = ctx.inputs[3].value if len(ctx.inputs) > 3 else None
+        if layout is not None and bool(np.asarray(layout).reshape(-1)[0]) and out[0].shape[1] >= 3:
+            out = [np.ascontiguousarray(out[0][:, [0, 2, 1, *range(3, out[0].shape[1])]])] + list(out[1:])
+        return out
+
+
+class _ValueSwap(_ArgumentOverride):
+    """Sample driver that runs an operation with a scalar input read as another value only
+    when ``applies(ctx)``: ``swaps`` maps a slot name to (value, value read instead)."""
+
+    operation: OperationType
+    swaps: dict = {}
+
+    def applies(self, ctx) -> bool:
+        return True
+
+    def run(self, model, request):
+        table = dict(ops.REGISTRY)
+        opdef = table[self.operation]
+        table[self.operation] = dataclasses.replace(opdef, prepare=self._forced(opdef, opdef.prepare),
+                                                    execute=self._forced(opdef, opdef.execute))
+        return execute(model, request, table)
+
+    def _forced(self, opdef, step):
+        def run(ctx):
+            sig = opdef.match(ctx.inputs, ctx.outputs)
+            if sig is not None and self.applies(ctx):
+                for j, arg in enumerate(sig.inputs):
+                    view = ctx.inputs[j]
+                    if arg.name in self.swaps and not view.omitted and view.value is not None \
+                            and np.asarray(view.value).item() == self.swaps[arg.name][0]:
+                        view.value = np.asarray(self.swaps[arg.name][1], view.value.dtype)
+            return step(ctx)
+        return run
+
+
+class NmsLinearAsHard(_ValueSwap):
+    """Runs BOX_WITH_NMS_LIMIT's linear kernel (nms_kernel 1: scores decay by 1 - IoU) as hard
+    NMS (nms_kernel 0: overlapping boxes dropped); hard and gaussian untouched."""
+
+    operation = OperationType.BOX_WITH_NMS_LIMIT
+    swaps = {"nms_kernel": (1, 0)}
+
+
+class BatchMatmulIgnoresAdjointsOnSquare(_ValueSwap):
+    """Ignores BATCH_MATMUL's adj_x / adj_y (computes as false) when both operands' matrices
+    are square (their last two dimensions equal), where the output shape gives nothing away;
+    right on every other shape."""
+
+    operation = OperationType.BATCH_MATMUL
+    swaps = {"adj_x": (True, False), "adj_y": (True, False)}
+
+    def applies(self, ctx) -> bool:
+        return all(len(v.dims) >= 2 and v.dims[-1] == v.dims[-2] for v in ctx.inputs[:2])

@@ -84,15 +84,16 @@ def _copy(bundle: Path, tmp_path: Path) -> Path:
 def test_quick_certification_of_the_sample_driver(certified, capsys):
     bundle, proc, public = certified
     assert proc.returncode == 0, proc.stdout + proc.stderr   # a quick run that passed
-    for suite in ("cts", "vts", "random-graph", "precision", "fuzz", "mlts"):
+    for suite in ("cts", "vts", "random-graph", "precision", "relations", "fuzz", "mlts"):
         assert f"certify: {suite}: passed in " in proc.stdout   # one progress line per suite
     assert "certify: verdict: NOT CERTIFIED (QUICK RUN)" in proc.stdout
     verdict = json.loads((bundle / "verdict.json").read_text())
     assert (verdict["certified"], verdict["passed"], verdict["scope"]) == (False, True, "quick")
     assert verdict["failures"] == [] and verdict["verdict"] == "not certified (quick run)"
     assert verdict["reasons"] == verdict["scope_reasons"] and verdict["reasons"][0].startswith("quick run: ")
-    assert [s["suite"] for s in verdict["suites"]] == ["cts", "vts", "random-graph", "precision", "fuzz", "mlts"]
-    assert [s["suite"] for s in verdict["suites"] if not s["required"]] == ["precision"]   # unless a profile says
+    assert [s["suite"] for s in verdict["suites"]] == ["cts", "vts", "random-graph", "precision", "relations", "fuzz",
+                                                       "mlts"]
+    assert [s["suite"] for s in verdict["suites"] if not s["required"]] == ["precision", "relations"]  # unless a profile says
     assert (bundle / "results" / "precision" / "precision.html").is_file()
     for suite in ("cts", "vts", "random-graph"):
         assert (bundle / "results" / suite / "outcomes.jsonl").stat().st_size > 0
@@ -105,7 +106,7 @@ def test_quick_certification_of_the_sample_driver(certified, capsys):
     env = json.loads((bundle / "environment.json").read_text())
     assert env["command_line"][1:3] == ["certify", "--quick"] and env["packages"]["numpy"] != "not installed"
     report = json.loads((bundle / "report" / "report.json").read_text())
-    assert {row["suite"] for row in report["per_suite"]} == {"cts", "vts", "random_graph", "precision"}
+    assert {row["suite"] for row in report["per_suite"]} == {"cts", "vts", "random_graph", "precision", "relations"}
     assert report["precision"]["sweeps"] > 0 and (bundle / "report" / "precision.html").is_file()
     files = sorted(p.relative_to(bundle).as_posix() for p in bundle.rglob("*") if p.is_file())
     fingerprint = signing.fingerprint(signing.load_public_key(public))

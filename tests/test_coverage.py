@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cts.coverage import report, scan
+from cts.coverage import axes, effect, report, scan
 from harness.locations import CORPUS as DEFAULT_CORPUS, DEFAULT_ROOTS
 from runtime.testing.corpus_writer import model_json, write_document
 from runtime.testing import test_model as tm
@@ -22,9 +23,17 @@ from tests.browser import needs_chromium, rendered_dom, screenshot
 ACTIVATIONS = ("NONE", "RELU", "RELU1", "RELU6")
 
 
+#: CONV_2D of arange(9) as [1, 3, 3, 1] with a 2 x 2 filter of ones, SAME padding (NNAPI:
+#: padding 0 before, 1 after), stride 1, no bias, by hand: each output is the sum of the 2 x 2
+#: window starting there.
+CONV_SUMS = np.array([[8, 12, 7], [20, 24, 13], [13, 15, 8]], np.float32)
+FUSE_BOUNDS = {0: (-np.inf, np.inf), 1: (0, np.inf), 2: (-1, 1), 3: (0, 6)}
+
+
 def _conv_model(name: str, version: str, activation: int) -> tm.TestModel:
     """CONV_2D, implicit padding (FL1 form): input [1, 3, 3, 1], filter [1, 2, 2, 1], SAME,
-    strides 1, the given fused activation."""
+    strides 1, the given fused activation; expected output :data:`CONV_SUMS` clamped by the
+    activation (hand calculation)."""
     def const(t, value):
         v = np.asarray(value, np.float32 if t == T.TENSOR_FLOAT32 else np.int32)
         return tm.TestOperand(t, list(v.shape), 0.0, 0, L.CONSTANT_COPY, 1, False, None, v)
@@ -33,7 +42,7 @@ def _conv_model(name: str, version: str, activation: int) -> tm.TestModel:
            const(T.TENSOR_FLOAT32, np.ones((1, 2, 2, 1))), const(T.TENSOR_FLOAT32, [0.0]),
            const(T.INT32, 1), const(T.INT32, 1), const(T.INT32, 1), const(T.INT32, activation),
            tm.TestOperand(T.TENSOR_FLOAT32, [1, 3, 3, 1], 0.0, 0, L.SUBGRAPH_OUTPUT, 0, False, None,
-                       np.zeros((1, 3, 3, 1), np.float32))]
+                       np.clip(CONV_SUMS, *FUSE_BOUNDS[activation]).reshape(1, 3, 3, 1))]
     sg = tm.TestSubgraph(ops, [tm.TestOperation(O.CONV_2D, list(range(7)), [7])], [0], [7])
     return tm.TestModel(name, "conv_cov", version, "V1_0", False, False, 0.0, sg)
 
@@ -92,15 +101,17 @@ def test_json_schema(hand_made, tmp_path):
     roots, doc = hand_made
     report.write(doc, tmp_path)
     data = json.loads((tmp_path / "coverage.json").read_text())
-    assert data["schema"] == 1
-    assert set(data) >= {"generated", "roots", "models", "totals", "per_axis", "operations"}
+    assert data["schema"] == 2
+    assert set(data) >= {"generated", "roots", "models", "effect", "totals", "per_axis", "operations"}
+    assert data["effect"]["analysed"] is True and data["effect"]["runs"] > 0
     assert len(data["operations"]) == 106
     assert set(data["per_axis"]) == {"signature", "enum", "quant", "shape", "optional"}
     for o in data["operations"].values():
-        assert set(o["totals"]) == {"cells", "corpus", "specs", "empty", "impossible"}
+        assert set(o["totals"]) == {"cells", "corpus", "specs", "use-only", "empty", "impossible"}
         assert sum(o["totals"][s] for s in report.STATUSES) == o["totals"]["cells"] == len(o["cells"])
         for c in o["cells"]:
-            assert set(c) == {"axis", "key", "label", "status", "rule", "corpus", "specs", "example"}
+            assert set(c) == {"axis", "key", "label", "status", "rule", "corpus", "specs", "example", "effect"}
+            assert (c["effect"] is None) == (c["status"] in ("empty", "impossible"))
             assert (c["status"] == "impossible") == bool(c["rule"])
     assert data["totals"]["cells"] == sum(t["cells"] for t in data["per_axis"].values())
 
@@ -332,20 +343,28 @@ def test_cli_writes_table_json_and_html(hand_made, tmp_path):
     r = _cli("--corpus", str(roots[0]), "--corpus", str(roots[1]), "--out", str(tmp_path), "--op", "CONV_2D")
     assert r.returncode == 0, r.stderr
     assert re.search(r"^CONV_2D\s+\d+\s+\d+\s+1\s+", r.stdout, re.M)  # one cell by specs only
-    assert re.search(r"^\s+corpus\s+enum\s+activation = RELU6$", r.stdout, re.M)
+    # the deciding swap: RELU6 -> NONE lets the sums above 6 through (hand calculation)
+    assert re.search(r"^\s+corpus\s+enum\s+activation = RELU6  \(activation RELU6 -> NONE in V1_0/conv_cov/relu6\)$",
+                     r.stdout, re.M)
     assert re.search(r"^\s+empty\s+enum\s+activation = NONE$", r.stdout, re.M)
     assert list(json.loads((tmp_path / "coverage.json").read_text())["operations"]) == ["CONV_2D"]
     assert (tmp_path / "coverage.html").exists()
 
 
 @pytest.fixture(scope="module")
-def vendored():
-    return report.matrix(scan.scan(DEFAULT_ROOTS), DEFAULT_ROOTS)
+def vendored_hits():
+    return scan.scan(DEFAULT_ROOTS)
+
+
+@pytest.fixture(scope="module")
+def vendored(vendored_hits):
+    return report.matrix(vendored_hits, DEFAULT_ROOTS)
 
 
 @pytest.fixture(scope="module")
 def corpus_only():
-    return report.matrix(scan.scan([DEFAULT_CORPUS]), [DEFAULT_CORPUS], [O.CONV_2D, O.DEPTHWISE_CONV_2D])
+    return report.matrix(scan.scan([DEFAULT_CORPUS]), [DEFAULT_CORPUS], [O.CONV_2D, O.DEPTHWISE_CONV_2D],
+                         effect=False)  # use counts suffice for empty cells
 
 
 def test_vendored_corpus_leaves_conv_relu1_relu6_empty(corpus_only):
@@ -396,6 +415,89 @@ def test_instance_normalization_is_covered_only_by_specs(vendored):
     assert o["totals"]["corpus"] == 0 and o["totals"]["specs"] > 0
     assert all(c["corpus"] == 0 for c in o["cells"])
     assert len(vendored["operations"]) == 106
+
+
+def _batch_matmul_doc(tmp_path, with_specs: bool) -> dict:
+    """The BATCH_MATMUL matrix over the vendored corpus's BATCH_MATMUL models (and our dense
+    specs when ``with_specs``), copied into ``tmp_path`` as roots."""
+    corpus = tmp_path / "corpus" / "AIDL_V2"
+    corpus.mkdir(parents=True)
+    shutil.copy(DEFAULT_CORPUS / "AIDL_V2" / "batch_matmul.json.gz", corpus)
+    roots = [tmp_path / "corpus"]
+    if with_specs:
+        specs = tmp_path / "specs" / "SPECS"
+        specs.mkdir(parents=True)
+        shutil.copy(DEFAULT_ROOTS[-1] / "SPECS" / "dense.json.gz", specs)
+        roots.append(tmp_path / "specs")
+    return report.matrix(scan.scan(roots), roots, [O.BATCH_MATMUL])
+
+
+def test_adjoint_cells_are_use_only_in_the_corpus_and_decided_by_square_specs(tmp_path):
+    """Issue 24: every corpus BATCH_MATMUL model with an adjoint has non-square matrices, so
+    swapping adj_x / adj_y gives an invalid model and no expected output depends on the flag
+    (a driver ignoring it on square matrices passes them all); our square, non-symmetric specs
+    (cts/specs/dense.py) decide it."""
+    corpus_only = _cells(_batch_matmul_doc(tmp_path / "a", False), "BATCH_MATMUL")
+    for key in ("adj_x=true", "adj_y=true", "adj_x given", "adj_y given"):
+        assert corpus_only[key]["status"] == "use-only", key
+        assert corpus_only[key]["corpus"] > 0 and corpus_only[key]["effect"]["effect"] == "use-only"
+    doc = _batch_matmul_doc(tmp_path / "b", True)
+    cells = _cells(doc, "BATCH_MATMUL")
+    assert doc["operations"]["BATCH_MATMUL"]["totals"]["use-only"] == 0
+    assert cells["adj_x=true"]["status"] == "specs"
+    assert cells["adj_x=true"]["effect"]["test"].startswith("SPECS/dense/batch_matmul_float32_square_adj_1")
+    assert cells["adj_x=true"]["effect"]["swap"] == "adj_x true -> false"
+    # the signature and shape axes have no swap: use coverage, said so
+    assert cells["sig0"]["effect"]["effect"] == "no swap" and cells["sig0"]["status"] == "corpus"
+
+
+def test_quantization_a_data_movement_operation_ignores_keeps_use_coverage():
+    """RESHAPE copies stored values (NNAPI: output quantization equal to the input's), so no
+    quantization can decide its outputs: its quant cells count by use, with the reason;
+    CONV_2D's zero point decides (swapping it changes the real inputs)."""
+    roots = [DEFAULT_CORPUS / "V1_0" / "reshape_quant8.json.gz", DEFAULT_CORPUS / "V1_0" / "conv_quant8.json.gz"]
+    doc = report.matrix(scan.scan(roots), roots, [O.RESHAPE, O.CONV_2D])
+    reshape = _cells(doc, "RESHAPE")
+    quant = [c for c in reshape.values() if c["axis"] == "quant" and c["corpus"]]
+    assert quant and all(c["status"] == "corpus" and c["effect"]["effect"] == "no swap"
+                         and "moving or selecting stored values" in c["effect"]["swap"] for c in quant)
+    conv = _cells(doc, "CONV_2D")
+    zp = [c for c in conv.values() if c["axis"] == "quant" and c["corpus"] and "zp=" in c["key"]]
+    assert zp and all(c["effect"]["effect"] == "decisive" for c in zp)
+
+
+def test_our_specs_leave_no_cell_use_only(vendored):
+    """Issue 24's acceptance: with the vendored corpus and our built specs, every cell with a
+    swap is decided by some test (0 use-only cells; 55 before the specs of issue 24: enum 13,
+    quant 33, optional 9); the faults the issue names sit in decided cells."""
+    use_only = [(n, c["key"]) for n, o in vendored["operations"].items() for c in o["cells"]
+                if c["status"] == "use-only"]
+    assert use_only == []
+    assert vendored["totals"]["use-only"] == 0 and vendored["effect"]["analysed"]
+    nms = _cells(vendored, "BOX_WITH_NMS_LIMIT")["nms_kernel=linear"]
+    assert nms["status"] == "corpus" and nms["effect"]["swap"] == "nms_kernel linear -> hard"
+    for key in ("adj_x=true", "adj_y=true"):
+        assert _cells(vendored, "BATCH_MATMUL")[key]["status"] == "specs"
+    # cells with no swap say why
+    assert all(c["effect"]["swap"] for o in vendored["operations"].values() for c in o["cells"]
+               if c["effect"] and c["effect"]["effect"] == "no swap")
+
+
+def test_declared_quantization_invariances_hold_on_the_reference(vendored_hits):
+    """effect.QUANT_INVARIANT exempts quant cells from the effect analysis by the NNAPI
+    definitions of the operations; an entry that were wrong would hide a cell some test should
+    decide. Forcing the swaps on the first three uses of every exempted cell must
+    change no output (checked against the reference; it found ROI_POOLING's zero point, which
+    an empty bin stores)."""
+    analysis, checked = effect.Analysis(), 0
+    for op, (params, _) in effect.QUANT_INVARIANT.items():
+        for cell in axes.cells_for(op):
+            if cell.axis != "quant" or ("zp" if " zp=" in cell.key else "scale") not in params:
+                continue
+            for use in vendored_hits.uses.get((op, cell.key), [])[:3]:
+                checked += 1
+                assert analysis.decisive_swap(cell, use, force=True) == "", (op.name, cell.key, use.model.test_id)
+    assert checked > 600
 
 
 @needs_chromium

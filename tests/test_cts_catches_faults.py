@@ -270,3 +270,31 @@ def test_a_driver_that_never_writes_a_true_boolean_output_fails(tmp_path):
     assert len(records) >= 8, sorted(records)
     assert all(r["outcome"] == "failed" for r in records.values()), \
         [i for i, r in records.items() if r["outcome"] != "failed"]
+
+
+def test_nms_linear_kernel_run_as_hard_is_caught(tmp_path):
+    """Issue 24: BOX_WITH_NMS_LIMIT's linear kernel computed as hard NMS. The AOSP corpus's
+    linear models already decide the kernel (their expected boxes and scores differ from hard
+    NMS's, the effect analysis of ``nncts coverage`` finds them); the hard and gaussian models
+    still pass. Expected values from the AOSP corpus."""
+    code, records, out = run_cts(tmp_path, "--driver", "tests.broken_drivers:NmsLinearAsHard",
+                                 "-k", "box_with_nms_limit_linear or box_with_nms_limit_hard")
+    assert code == 1, out[-2000:]
+    failed = {i for i, r in records.items() if r["outcome"] == "failed"}
+    assert "V1_2/box_with_nms_limit_linear/box_with_nms_limit_linear" in failed
+    assert failed and all("/box_with_nms_limit_linear/" in i for i in failed)
+    assert any(r["outcome"] == "passed" for i, r in records.items() if "/box_with_nms_limit_hard/" in i)
+
+
+def test_batch_matmul_ignoring_adjoints_on_square_matrices_is_caught_by_own_specs(tmp_path):
+    """Issue 24: a driver ignoring BATCH_MATMUL's adj_x / adj_y when both matrices are square
+    passes every corpus model (their adjoint models are non-square, where the shapes give it
+    away) and fails exactly our square, non-symmetric specs with an adjoint set
+    (cts/specs/dense.py, golden: numpy matrix products)."""
+    code, records, out = run_cts(tmp_path, "--driver", "tests.broken_drivers:BatchMatmulIgnoresAdjointsOnSquare",
+                                 "-k", "batch_matmul")
+    assert code == 1, out[-2000:]
+    failed = {i for i, r in records.items() if r["outcome"] == "failed"}
+    assert failed == {f"SPECS/dense/batch_matmul_float32_square_adj_{a}" for a in ("01", "10", "11")}
+    assert all(r["outcome"] == "passed" for i, r in records.items() if not i.startswith("SPECS/"))
+    assert records["SPECS/dense/batch_matmul_float32_square_adj_00"]["outcome"] == "passed"

@@ -3,7 +3,9 @@
 referenced subgraphs), and a driver reading every CONSTANT_REFERENCE at offset 0 caught by
 the CTS; fenced executions chained through memory (vts/test_device_fenced_chain.py) catch a
 driver ignoring its dependencies; loop timeouts and deadlines end an endless loop on every
-path (vts/test_device_loop_timeout.py). Offsets are worked out by hand in comments."""
+path, and a deadline a long loop-free model, which a driver ignoring the deadline fails
+(vts/test_device_loop_timeout.py, tests/broken_deadline_drivers.py). Offsets are worked out
+by hand in comments."""
 import subprocess
 import sys
 
@@ -195,3 +197,11 @@ def test_loop_timeouts_end_an_endless_loop_on_every_path(tmp_path):
     # 5 paths x 1 ms and 100 ms loop timeouts, and 5 paths x a 100 ms deadline
     code, outcomes = _vts_file(tmp_path, "vts/test_device_loop_timeout.py", "-k", "loop1ms or loop100ms or deadline100ms")
     assert code == 0 and set(outcomes.values()) == {"passed"} and len(outcomes) == 15, outcomes
+
+
+def test_a_driver_ignoring_the_deadline_fails_the_long_model(tmp_path):
+    # 400 chained ADDs on 2^18 floats (0.5-2 s) under a 100 ms deadline; the sample driver
+    # passes this test on every path where CI runs vts/ itself
+    code, outcomes = _vts_file(tmp_path, "vts/test_device_loop_timeout.py", "-k", "long_model and sync and not async",
+                               "--driver", "tests.broken_deadline_drivers:IgnoresExecutionDeadline")
+    assert code == 1 and outcomes == {"sync": "failed"}, outcomes

@@ -226,6 +226,27 @@ def test_quantized_add_in_qdq_form(device):
     np.testing.assert_array_equal(y, [5, 13, 27])
 
 
+def test_per_channel_conv_with_unsigned_input_does_not_saturate(device):
+    # golden by hand: a 1x1 CONV_2D over 4 channels of 255 with per-channel filter 127s
+    # (scale 1, zero points 0): 4 * 255 * 127 = 129540; bias 0; output scale 1024 ->
+    # 126.5 -> 127 (round half away from zero). onnxruntime's u8s8 QLinearConv sums pairs of
+    # products in saturating int16 (2 * 255 * 127 = 64770 > 32767) on x86 without VNNI and
+    # gave 64 here; the adapter uses the exact u8u8 form (filter + 128, zero point 128).
+    from runtime.hal.types import SymmPerChannelQuantParams
+    n = Net()
+    x = n.input(T.TENSOR_QUANT8_ASYMM, [1, 1, 1, 4])
+    n.operands[x].scale = 1.0
+    w = n.const(T.TENSOR_QUANT8_SYMM_PER_CHANNEL, [1, 1, 1, 4], [127] * 4)
+    n.operands[w].extra_params = SymmPerChannelQuantParams((1.0,), 0)
+    bias = n.const(T.TENSOR_INT32, [1], [0])
+    o = n.output(T.TENSOR_QUANT8_ASYMM, [1, 1, 1, 1])
+    n.operands[o].scale = 1024.0
+    n.op(O.CONV_2D, [x, w, bias, n.scalar(T.INT32, 2), n.scalar(T.INT32, 1), n.scalar(T.INT32, 1),
+                     n.scalar(T.INT32, 0)], [o])
+    (y,), _, _ = run(device, n.model(), [np.full((1, 1, 1, 4), 255, np.uint8)])
+    np.testing.assert_array_equal(y.reshape(-1), [127])
+
+
 def test_unsupported_uses_are_reported_and_refused(device):
     n = Net()
     x = n.input(T.TENSOR_FLOAT32, [2, 2])

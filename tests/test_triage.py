@@ -1,6 +1,7 @@
-"""``nncts triage RUN_A RUN_B`` (nncts/triage.py, reports/triage.py): which side of two runs is
-wrong, re-judged on the reference; borderline disagreements; clusters; the CLI's bad
-arguments; the JSON shape and the page.
+"""``nncts triage RUN_A RUN_B`` (nncts/triage.py, nncts/localize.py, nncts/triage_suites.py,
+reports/triage.py): which side of two runs is wrong, re-judged on the reference; borderline
+disagreements; culprits and the clusters by culprit (two planted faults, two clusters); VTS
+and precision-sweep disagreements; the CLI's bad arguments; the JSON shape and the page.
 
 Golden values are by hand: OffByTwoQuantaAdd adds 2 quanta (saturating at 255) to ADD's
 quantized outputs, so its error is 2 quanta against NNAPI's tolerance of 1 quantum (a
@@ -72,11 +73,12 @@ def test_broken_add_is_blamed_in_one_cluster(two_runs, capsys):
     assert (doc["compared"], doc["disagreements"], doc["not_comparable"]) == (3, 2, 0)
     assert doc["counts"] == {"B": 2, "A": 0, "both": 0, "neither": 0, "undecided": 0}
     [cluster] = doc["clusters"]
-    assert set(cluster) == {"wrong", "driver", "operation", "operand_type", "pattern", "count", "tests", "replay",
-                            "borderline"}
+    assert set(cluster) == {"wrong", "driver", "operation", "operand_type", "operand_types", "pattern", "count",
+                            "tests", "localized", "replay", "borderline"}
     assert (cluster["wrong"], cluster["driver"], cluster["operation"], cluster["operand_type"], cluster["count"]) \
         == ("B", BROKEN, "ADD", "TENSOR_QUANT8_ASYMM", 2)
     assert sorted(cluster["tests"]) == sorted([QUANT, BROADCAST])
+    assert cluster["localized"] == 2 and cluster["pattern"] == "output <n> off the reference by <n> times the tolerance"
     assert "--driver " + BROKEN in cluster["replay"]
     for t in doc["tests"]:
         assert set(t) >= {"suite", "id", "mode", "a", "b", "reference", "wrong", "borderline", "how", "note"}
@@ -88,6 +90,10 @@ def test_broken_add_is_blamed_in_one_cluster(two_runs, capsys):
         hand = max(float(np.max(np.minimum(e.astype(int) + 2, 255) - e.astype(int))) for e in expected)
         assert t["b"]["error"] == hand == 2.0
         assert t["borderline"] is True
+        # each model is the one ADD: run alone on the reference's inputs it is the culprit
+        assert t["b"]["culprit"] == {"operation": "ADD", "operand_type": "TENSOR_QUANT8_ASYMM", "where": "op 0 (ADD)",
+                                     "message": "output 0 off the reference by 2 times the tolerance"}
+        assert "culprit" not in t["a"]
     assert doc["borderline"] == 2 and cluster["borderline"] == 2
 
 
@@ -98,7 +104,62 @@ def test_reversed_runs_blame_a_and_console_lines(two_runs, capsys):
     assert out[0] == f"A: {b}  (driver {BROKEN})"
     assert "2 with different verdicts" in out[2] and "A wrong 2" in out[2] and "B wrong 0" in out[2]
     assert out[3] == "1 cluster(s):"
-    assert out[4].startswith(f"  A wrong ({BROKEN})      2  ADD x TENSOR_QUANT8_ASYMM  [borderline 2]  output <n>")
+    assert out[4] == f"  A wrong ({BROKEN})      2  ADD x TENSOR_QUANT8_ASYMM  [borderline 2]  " \
+                     "output <n> off the reference by <n> times the tolerance"
+
+
+TWO_FAULTS = "tests.broken_triage_drivers:AddAndMulFaults"
+SIGNED = "V1_3/add_quant8_signed/add_quant8_signed"
+MUL = "V1_0/mul_quant8/mul_quant8"
+WHILE = "V1_3/while_sum_of_powers_quant8/while_sum_of_powers_quant8_n_1"
+
+
+def test_two_faults_in_two_operations_are_two_clusters(tmp_path, capsys):
+    """ADD +2 quanta and MUL +3 quanta (tests/broken_triage_drivers.py): the ADD models
+    (unsigned; signed, whose result the fault leaves in int8's range; the WHILE whose body's
+    first ADD is off) are one cluster whatever their surface (operand type, the WHILE the
+    records blame), the MUL model the other."""
+    ids = {QUANT: "ADD", SIGNED: "ADD", WHILE: "WHILE", MUL: "MUL"}
+    a = _run_dir(tmp_path / "A", "sample", [_record(i, "passed", operation_under_test=op) for i, op in ids.items()])
+    b = _run_dir(tmp_path / "B", TWO_FAULTS, [_record(i, "failed", _off(i), operation_under_test=op)
+                                              for i, op in ids.items()])
+    doc = _triage_json(capsys, a, b)
+    assert doc["counts"]["B"] == 4
+    by_op = {c["operation"]: c for c in doc["clusters"]}
+    assert sorted(by_op) == ["ADD", "MUL"] and len(doc["clusters"]) == 2
+    assert sorted(by_op["ADD"]["tests"]) == sorted([QUANT, SIGNED, WHILE]) and by_op["ADD"]["localized"] == 3
+    assert by_op["ADD"]["operand_types"] == ["TENSOR_QUANT8_ASYMM", "TENSOR_QUANT8_ASYMM_SIGNED"]
+    assert by_op["MUL"]["tests"] == [MUL] and by_op["MUL"]["pattern"] == by_op["ADD"]["pattern"]
+    by_id = {t["id"]: t for t in doc["tests"]}
+    # the WHILE's body (subgraph 1) starts with ADD(i, 1): found inside the loop
+    assert by_id[WHILE]["b"]["culprit"]["where"] == "op 0 (WHILE) > body (subgraph 1) op 0 (ADD)"
+    # 3 quanta over, 1 allowed (no expected value of mul_quant8 saturates: hand-checked)
+    assert by_id[MUL]["b"]["culprit"]["message"] == "output 0 off the reference by 3 times the tolerance"
+
+
+def test_vts_and_sweep_disagreements_are_decided(tmp_path, capsys):
+    """A VTS item is judged by the HAL's expected status (the failing side deviates); a
+    precision sweep is re-run against the float64 truth: RELU +2 quanta fails the quant8
+    sweep again (tolerance 1 quantum), the float sweep passes on both (not reproduced)."""
+    sweep_q, sweep_f = "PRECISION/RELU/TENSOR_QUANT8_ASYMM/exhaustive-centred", "PRECISION/RELU/TENSOR_FLOAT32/stratified"
+    vts = "V1_0/add/add"
+
+    def rec(test_id, suite, outcome):
+        return {"id": test_id, "suite": suite, "mode": "quick" if suite == "precision" else "model_validation",
+                "outcome": outcome, "message": "" if outcome == "passed" else "invalid_rank: mutant 0 accepted",
+                "operation_under_test": "RELU" if suite == "precision" else "ADD", "operations": ["RELU"]}
+    records = [(sweep_q, "precision"), (sweep_f, "precision"), (vts, "vts")]
+    a = _run_dir(tmp_path / "A", "sample", [rec(i, s, "passed") for i, s in records])
+    b = _run_dir(tmp_path / "B", "tests.broken_triage_drivers:ReluOffByTwoQuanta",
+                 [rec(i, s, "failed") for i, s in records])
+    doc = _triage_json(capsys, a, b)
+    by_id = {t["id"]: t for t in doc["tests"]}
+    assert (by_id[vts]["wrong"], by_id[vts]["how"]) == ("B", "HAL contract") and "HAL" in by_id[vts]["note"]
+    assert (by_id[sweep_q]["wrong"], by_id[sweep_q]["how"], by_id[sweep_q]["b"]["rerun"]) == ("B", "re-run", "fail")
+    assert by_id[sweep_q]["b"]["culprit"]["operation"] == "RELU"
+    assert (by_id[sweep_f]["wrong"], by_id[sweep_f]["a"]["rerun"], by_id[sweep_f]["b"]["rerun"]) == \
+        ("neither", "pass", "pass")
+    assert doc["counts"]["undecided"] == 0
 
 
 def test_same_driver_is_judged_by_recorded_verdicts(tmp_path, capsys):
@@ -246,3 +307,18 @@ def test_acceptance_sample_against_off_by_two_on_a_cts_slice(tmp_path, capsys):
     [cluster] = doc["clusters"]
     assert (cluster["wrong"], cluster["operation"], cluster["operand_type"], cluster["count"]) == \
         ("B", "ADD", "TENSOR_QUANT8_ASYMM", doc["disagreements"])
+
+
+def test_run_options_come_from_the_recorded_command_line():
+    def meta(line):
+        return {"environment": {"command line": line}}
+    assert cmd.run_options(meta("nncts cts --no-require-timing --precision strict --wait-limit 12 -n 2")) == \
+        {"require_timing": False, "precision": "strict", "wait_limit_s": 12.0}
+    assert cmd.run_options(meta("nncts cts --precision=strict --wait-limit=7.5")) == \
+        {"require_timing": True, "precision": "strict", "wait_limit_s": 7.5}
+    defaults = {"require_timing": True, "precision": "aosp", "wait_limit_s": 30.0}
+    # hostile or unreadable: unknown precision, a wait limit that is no number or out of range,
+    # an unclosed quote, no command line at all
+    assert cmd.run_options(meta("nncts cts --precision lax --wait-limit nan --wait-limit 1e9")) == defaults
+    assert cmd.run_options(meta("nncts cts 'unclosed --no-require-timing")) == defaults
+    assert cmd.run_options({}) == defaults and cmd.run_options({"environment": "x"}) == defaults

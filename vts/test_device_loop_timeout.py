@@ -1,25 +1,31 @@
-"""VTS loop timeouts and execution deadlines on an endless WHILE loop, on every execution
-path (sync, async, fenced, burst, reusable), straight on the driver's HAL.
+"""VTS loop timeouts and execution deadlines on an endless WHILE loop, and execution
+deadlines on a long loop-free model, on every execution path (sync, async, fenced, burst,
+reusable), straight on the driver's HAL.
 
 HAL 1.3 / AIDL ``IPreparedModel`` (``loopTimeoutDuration``): "If a loop condition model
 does not output false within this duration, the execution must be aborted"; AOSP
 ``TestControlFlow.InfiniteLoop`` expects ``MISSED_DEADLINE_TRANSIENT`` from such an
 execution. An execution deadline (``deadline``) ends it with ``MISSED_DEADLINE_TRANSIENT``
-or ``_PERSISTENT`` (HAL 1.3 ``ErrorStatus``). Each test measures the time from the call
-to the error and allows the bound plus :data:`SLACK_S`.
+or ``_PERSISTENT`` (HAL 1.3 ``ErrorStatus``), and a long model without any loop the same
+way (HAL 1.3 ``IPreparedModel::executeSynchronously_1_3``: "If the deadline is missed during
+execution, the driver may abort the execution and return MISSED_DEADLINE_*"; a driver that
+aborts loops but not long models is inconsistent, and a deadline is only worth setting if
+it is kept). Each test measures the time from the call to the error and allows the bound
+plus :data:`SLACK_S`.
 """
 from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 
 from harness.locations import CORPUS
 from runtime.testing.hal_convert import to_hal_model, to_hal_request
-from runtime.testing.test_model import load_spec
-from runtime.types import ErrorStatus as E, MeasureTiming
+from runtime.testing.test_model import TestModel, TestOperation, load_spec
+from runtime.types import ErrorStatus as E, MeasureTiming, OperationType
 from vts.device_support import expect, records_fixture, skip, unsupported
-from vts.hal_harness import MISSED_DEADLINE, PATHS, execute, prepare
+from vts.hal_harness import L, MISSED_DEADLINE, PATHS, T, _model, execute, operand, prepare
 
 _records = records_fixture("loop-timeout")
 
@@ -36,6 +42,11 @@ DEADLINES_NS = (100_000_000, 500_000_000)
 #: The vendored AOSP model ``while_infinite_loop`` (float32): ``i = 1; while i >= n: i += 1``
 #: with n = 0, never ends.
 ENDLESS_SPEC = CORPUS / "V1_3" / "while_infinite_loop.json.gz"
+#: The long loop-free model: LONG_OPERATIONS chained ADDs on TENSOR_FLOAT32 [LONG_ELEMENTS]
+#: (1 MiB each). The sample driver runs it in 0.45 s unloaded (about 1 ms an ADD), 1-2 s on
+#: the loaded CI machine; the deadline is LONG_DEADLINE_NS.
+LONG_OPERATIONS, LONG_ELEMENTS = 400, 1 << 18
+LONG_DEADLINE_NS = 100_000_000
 
 
 @pytest.fixture(scope="module")
@@ -89,3 +100,61 @@ def test_deadline_ends_a_long_loop(endless, path, budget_ns, wait_limit, request
     expect(run, MISSED_DEADLINE, f"{path} execution of an endless loop, deadline in {budget_ns / 1e6:g} ms")
     assert elapsed <= budget_ns / 1e9 + SLACK_S, \
         f"{path}: {run.status.name} after {elapsed:.3f} s, deadline {budget_ns / 1e9:g} s + {SLACK_S} s"
+
+
+def long_model(length: int = LONG_OPERATIONS, elements: int = LONG_ELEMENTS) -> TestModel:
+    """``y_1 = x + x, y_(k+1) = y_k + x`` (ADD, FuseCode NONE) ``length`` times on
+    TENSOR_FLOAT32 [``elements``], x all ones: no loop, ``length`` operations in a chain, so
+    nothing can run before its predecessor. Expected output ``length + 1`` everywhere (by
+    hand: each ADD adds one)."""
+    operands = [operand(T.TENSOR_FLOAT32, (elements,), L.SUBGRAPH_INPUT, data=np.ones(elements), consumers=length + 1),
+                operand(T.INT32, (), L.CONSTANT_COPY, data=0, consumers=length)]
+    operations, current = [], 0
+    for k in range(length):
+        last = k == length - 1
+        operands.append(operand(T.TENSOR_FLOAT32, (elements,), L.SUBGRAPH_OUTPUT if last else L.TEMPORARY_VARIABLE,
+                                data=np.full(elements, length + 1.0) if last else None, consumers=0 if last else 1))
+        operations.append(TestOperation(OperationType.ADD, [current, 0, 1], [len(operands) - 1]))
+        current = len(operands) - 1
+    return _model(f"add_chain_{length}x{elements}", operands, operations, [0], [current])
+
+
+@pytest.fixture(scope="module")
+def long_hal_model():
+    tm = long_model()
+    return tm, to_hal_model(tm), {}
+
+
+@pytest.fixture
+def long_prepared(hal, long_hal_model):
+    """(test model, prepared model, seconds one execution without a deadline takes: measured
+    once per driver object, the first time)."""
+    tm, model, full_by_driver = long_hal_model
+    reason = unsupported(hal, tm, model)
+    if reason:
+        skip(*reason)
+    prepared = prepare(hal, model)
+    expect(prepared, (E.NONE,), "prepare_model")
+    if id(hal) not in full_by_driver:
+        start = time.monotonic()
+        run = execute("sync", prepared.value, to_hal_request(tm), MeasureTiming.NO, None)
+        full_by_driver[id(hal)] = time.monotonic() - start
+        expect(run, (E.NONE,), "sync execution of the long model without a deadline")
+    return tm, prepared.value, full_by_driver[id(hal)]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_deadline_ends_a_long_model(long_prepared, path, wait_limit, request):
+    """A loop-free model of LONG_OPERATIONS chained ADDs, whose execution without a deadline
+    takes over 3x LONG_DEADLINE_NS, under a deadline LONG_DEADLINE_NS from now ends with
+    MISSED_DEADLINE_* no later than the deadline plus SLACK_S, as the endless loop does."""
+    tm, prepared, full = long_prepared
+    if full < 3 * LONG_DEADLINE_NS / 1e9:
+        skip("not_applicable", f"the long model takes {full:.3f} s without a deadline on this driver: "
+                         f"a {LONG_DEADLINE_NS / 1e6:g} ms deadline cannot tell")
+    run, elapsed = _timed(path, prepared, tm, wait_limit, time.monotonic_ns() + LONG_DEADLINE_NS)
+    request.node.user_properties.append(("elapsed_s", round(elapsed, 4)))
+    expect(run, MISSED_DEADLINE, f"{path} execution of a {LONG_OPERATIONS}-operation model, deadline in "
+                                 f"{LONG_DEADLINE_NS / 1e6:g} ms (it takes {full:.3f} s without one)")
+    assert elapsed <= LONG_DEADLINE_NS / 1e9 + SLACK_S, \
+        f"{path}: {run.status.name} after {elapsed:.3f} s, deadline {LONG_DEADLINE_NS / 1e9:g} s + {SLACK_S} s"

@@ -37,6 +37,17 @@ class CoverageInputError(ValueError):
     """A --corpus root is missing, holds no corpus document, or one is malformed."""
 
 
+@dataclass(frozen=True)
+class Use:
+    """One use of a cell: operation ``operation`` of subgraph ``subgraph`` (0 = main, i =
+    ``referenced[i-1]``) of test model ``model``, from ``source`` ("corpus" or "specs")."""
+
+    source: str
+    model: TestModel
+    subgraph: int
+    operation: int
+
+
 @dataclass
 class Hits:
     """Per operation and cell key: how many operation uses of each source cover it, and the
@@ -45,13 +56,20 @@ class Hits:
     count: dict = field(default_factory=lambda: defaultdict(lambda: defaultdict(int)))
     example: dict = field(default_factory=lambda: defaultdict(dict))
     models: dict = field(default_factory=lambda: defaultdict(int))
+    #: (operation, cell key) -> every use (:class:`Use`), for the effect analysis.
+    uses: dict = field(default_factory=lambda: defaultdict(list))
 
-    def add(self, op: OperationType, key: str, source: str, test_id: str) -> None:
+    def add(self, op: OperationType, key: str, source: str, test_id: str, use=None) -> None:
         self.count[(op, key)][source] += 1
         self.example[(op, key)].setdefault(source, test_id)
+        if use is not None:
+            self.uses[(op, key)].append(use)
 
 
-def _views(sg: TestSubgraph, idxs: list[int], main: bool = False) -> list[OperandView]:
+def views(sg: TestSubgraph, idxs: list[int], main: bool = False) -> list[OperandView]:
+    """The :class:`OperandView` of each operand ``idxs`` of ``sg`` as the validator sees it
+    (constants with their values; NO_VALUE operands, and main inputs with no example data
+    when ``main``, omitted)."""
     out = []
     for i in idxs:
         o = sg.operands[i]
@@ -70,11 +88,12 @@ def scan_model(tm: TestModel, hits: Hits) -> None:
     """Add the cells every operation of ``tm`` (all subgraphs) covers to ``hits``."""
     source = "specs" if tm.version == SPECS_VERSION else "corpus"  # cts/specs/built
     hits.models[source] += 1
-    for sg in (tm.main, *tm.referenced):
-        for op in sg.operations:
-            ins = _views(sg, op.inputs, sg is tm.main)
-            for key in axes.covered(op.type, ins, _views(sg, op.outputs)):
-                hits.add(op.type, key, source, tm.test_id)
+    for sg_i, sg in enumerate((tm.main, *tm.referenced)):
+        for op_i, op in enumerate(sg.operations):
+            ins = views(sg, op.inputs, sg is tm.main)
+            use = Use(source, tm, sg_i, op_i)
+            for key in axes.covered(op.type, ins, views(sg, op.outputs)):
+                hits.add(op.type, key, source, tm.test_id, use)
 
 
 def scan(roots) -> Hits:

@@ -53,7 +53,8 @@ FAMILIES = ("conv", "instance_norm", "mirror_pad",
             "detection",
             "multinomial",
             "lsh",
-            "zero_sized")
+            "zero_sized",
+            "decisive")
 #: The corpus's ``min_supported_version`` of each feature level.
 LEVEL_VERSION = {1: "V1_0", 2: "V1_1", 3: "V1_2", 4: "V1_3", 5: "AIDL_V1", 6: "AIDL_V2", 7: "AIDL_V3"}
 

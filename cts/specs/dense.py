@@ -39,6 +39,9 @@ def _fc(name, t, batch, units, size, act, q=None, wq=None, out_q=None, seed=0, s
 def _bmm(name, t, lhs, rhs, adj_x, adj_y, q=None, rq=None, out_q=None, seed=0):
     rng = np.random.default_rng(seed)
     a, b = values_for(rng, lhs, t, q), values_for(rng, rhs, t, rq)
+    for m in (a, b):  # a square matrix must not equal its transpose, or the adjoint is moot
+        if m.shape[-1] == m.shape[-2] and np.allclose(m, np.swapaxes(m, -1, -2)):
+            raise ValueError(f"{name}: symmetric square matrix")
     op = lambda m, adj: np.swapaxes(m, -1, -2) if adj else m  # noqa: E731
     return case(name, FAMILY, Op.BATCH_MATMUL, t,
                 [x(a), x(b, rq, "const"), const(T.BOOL, adj_x), const(T.BOOL, adj_y)],
@@ -57,4 +60,9 @@ def models():
         _bmm("batch_matmul_float32_square_rhs", F32, (2, 3, 4), (2, 4, 4), False, False, seed=6),
         _bmm("batch_matmul_quant8_signed_scale_large_adj_y", Q8S, (2, 2, 3), (2, 4, 3), False, True,
              (2.0, -20), (0.5, 0), "auto", seed=7),
+        # square, non-symmetric matrices (checked in _bmm): the output shape is the same with
+        # or without an adjoint, so only the values show whether adj_x / adj_y were honoured
+        # (issue 24: effect coverage of adj_x / adj_y)
+        *(_bmm(f"batch_matmul_float32_square_adj_{ax:d}{ay:d}", F32, (2, 3, 3), (2, 3, 3), ax, ay,
+               seed=8 + 2 * ax + ay) for ax in (False, True) for ay in (False, True)),
     ]

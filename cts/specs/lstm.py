@@ -180,6 +180,11 @@ def models():
         lstm("lstm_float32_relu_batch2", F32, RELU, 2, 3, 3, 3, seed=2, **B),
         lstm("lstm_float32_relu6", F32, RELU6, 2, 3, 3, 3, span=8, seed=44, **B),
         lstm("lstm_float16_sigmoid_layer_norm", F16, SIGMOID, 2, 3, 4, 2, (3.0, 1.0), seed=4, **C),
+        # projection onto as many units as cells (leaving it out is valid too, so it decides the
+        # output); time_major with batch == steps (the other reading is valid too): issue 24
+        lstm("lstm_float32_none_projection_square", F32, NONE, 2, 3, 3, 3, seed=45, proj=True, proj_bias=True),
+        uni("unidirectional_sequence_lstm_float32_none_projection_square_time_major", F32, NONE, 2, 2, 3, 3, 3,
+            True, seed=46, proj=True, proj_bias=True),
         uni("unidirectional_sequence_lstm_float32_none_cifg", F32, NONE, 2, 3, 2, 3, 2, clips=(1.5, 0.5),
             seed=5, **A),
         uni("unidirectional_sequence_lstm_float32_relu_time_major_state", F32, RELU, 2, 3, 3, 2, 2, True, True,

@@ -82,27 +82,34 @@ def _lstm16(name, batch, n, wq, seed):
     return one_operation(name, FAMILY, Op.QUANTIZED_16BIT_LSTM, ins, outs, 3, GOLDEN16)
 
 
-def qlstm(x, h, c, w, peep, proj, cell_scale, hidden_q, out_q):
+def qlstm(x, h, c, w, peep, proj, cell_scale, hidden_q, out_q, proj_bias=0.0, clips=(0.0, 0.0)):
     """QUANTIZED_LSTM on real values (biases 0): ``w`` weights by gate "i"/"f"/"c"/"o" as
-    (W_x, W_h) (no "i": CIFG), ``peep`` by gate (or None), ``proj`` W_proj or None. Returns
-    (output state stored values, cell stored values)."""
+    (W_x, W_h) (no "i": CIFG), ``peep`` by gate (or None), ``proj`` W_proj or None,
+    ``proj_bias`` its bias (real), ``clips`` (cell_clip, projection_clip): c' and the
+    projected output clamped to [-clip, clip] (types.spec; 0: no clipping). Returns (output
+    state stored values, cell stored values)."""
     def z(g, state):
         acc = x @ w[g][0].T + h @ w[g][1].T + (peep[g] * state if peep and g in peep else 0)
         return deq(quant(acc, 2 ** -12, 0, Q16), 2 ** -12)  # the gate's int16 intermediate
     f = sigma(z("f", c))
     i = 1 - f if "i" not in w else sigma(z("i", c))
-    qc2 = quant(f * c + i * np.tanh(z("c", None)), cell_scale, 0, Q16)
+    c_new = f * c + i * np.tanh(z("c", None))
+    qc2 = quant(np.clip(c_new, -clips[0], clips[0]) if clips[0] else c_new, cell_scale, 0, Q16)
     c2 = deq(qc2, cell_scale)
     qhid = quant(sigma(z("o", c2)) * np.tanh(c2), *hidden_q, Q8S)
     if proj is None:
         return qhid, qc2
-    return quant(deq(qhid, *hidden_q) @ proj.T, *out_q, Q8S), qc2
+    projected = deq(qhid, *hidden_q) @ proj.T + proj_bias
+    return quant(np.clip(projected, -clips[1], clips[1]) if clips[1] else projected, *out_q, Q8S), qc2
 
 
 def _qlstm(name, batch, n_in, n_cell, n_out, in_q, out_q, w_scale, seed, cifg=False, peephole=None,
-           proj=False):
+           proj=False, proj_bias=False, clips=(0.0, 0.0)):
     """``peephole`` the TENSOR_QUANT16_SYMM scale of the peephole weights (None: omitted);
-    hidden (scale, zero point) = ``out_q`` without projection, (1/128, 0) with it."""
+    hidden (scale, zero point) = ``out_q`` without projection, (1/128, 0) with it;
+    ``proj_bias``: a projection bias (TENSOR_INT32 at projection weights scale * hidden
+    scale, values in [-600, 600]); ``clips`` (cell_clip, projection_clip), multiples of the
+    cell and output scales so that clamping real or stored values agrees."""
     rng = np.random.default_rng(seed)
     cell_scale, hidden_q = 2 ** -11, ((1 / 128, 0) if proj else out_q)
     qx = np.clip(in_q[1] + rng.integers(0, 5, (batch, n_in)) * (1 if in_q[1] < 0 else rng.choice([-1, 1])),
@@ -113,19 +120,22 @@ def _qlstm(name, batch, n_in, n_cell, n_out, in_q, out_q, w_scale, seed, cifg=Fa
     qw = {g: (rng.integers(-2, 3, (n_cell, n_in)), rng.integers(-2, 3, (n_cell, n_out))) for g in gates}
     qp = {g: rng.integers(-1, 2, n_cell) for g in ("fo" if cifg else "ifo")} if peephole else None
     qproj = rng.integers(-40, 41, (n_out, n_cell)) if proj else None
+    pb_scale = f32(1 / 64 * hidden_q[0])
+    qpb = rng.integers(-600, 601, n_out) if proj_bias else None
     x, h, c = deq(qx, *in_q), deq(qh, *out_q), deq(qc, cell_scale)
     w = {g: (deq(a, w_scale), deq(b, w_scale)) for g, (a, b) in qw.items()}
     peep = {g: deq(v, peephole) for g, v in qp.items()} if peephole else None
     q_out, q_cell = qlstm(x, h, c, w, peep, None if proj is False else deq(qproj, 1 / 64), cell_scale, hidden_q,
-                          out_q)
+                          out_q, 0.0 if qpb is None else deq(qpb, pb_scale), clips)
     wt = lambda g, k: const(Q8Y, qw[g][k], w_scale) if g in qw else omitted(Q8Y)  # noqa: E731
     pt = lambda g: const(Q16, qp[g], peephole) if qp and g in qp else omitted(Q16)  # noqa: E731
     bias_scale = f32(in_q[0] * w_scale)
     zeros = lambda g: const(I32, np.zeros(n_cell, np.int64), bias_scale) if g in qw else omitted(I32)  # noqa: E731
     ins = [inp(Q8S, qx, *in_q), *[wt(g, 0) for g in "ifco"], *[wt(g, 1) for g in "ifco"], *[pt(g) for g in "ifo"],
-           *[zeros(g) for g in "ifco"], const(Q8Y, qproj, 1 / 64) if proj else omitted(Q8Y), omitted(I32),
-           inp(Q8S, qh, *out_q), inp(Q16, qc, cell_scale), *[omitted(Q16)] * 4, omitted(T.FLOAT32),
-           omitted(T.FLOAT32), *[const(T.FLOAT32, 2 ** -12)] * 4, const(T.INT32, hidden_q[1]),
+           *[zeros(g) for g in "ifco"], const(Q8Y, qproj, 1 / 64) if proj else omitted(Q8Y),
+           const(I32, qpb, pb_scale) if proj_bias else omitted(I32),
+           inp(Q8S, qh, *out_q), inp(Q16, qc, cell_scale), *[omitted(Q16)] * 4,
+           *[const(T.FLOAT32, v) if v else omitted(T.FLOAT32) for v in clips], *[const(T.FLOAT32, 2 ** -12)] * 4, const(T.INT32, hidden_q[1]),
            const(T.FLOAT32, hidden_q[0])]
     outs = [expect(Q8S, q_out, *out_q), expect(Q16, q_cell, cell_scale), expect(Q8S, q_out, *out_q)]
     return one_operation(name, FAMILY, Op.QUANTIZED_LSTM, ins, outs, 4, GOLDEN)
@@ -144,4 +154,9 @@ def models():
                proj=True),
         # no CIFG with all three peephole weights (scale 1/4)
         _qlstm("quantized_lstm_peephole", 2, 2, 3, 3, (1 / 32, 0), (1 / 128, 0), 0.5, 5, peephole=0.25),
+        # projection with bias onto as many units as cells (leaving the projection out is a
+        # valid model too, so its weights and bias decide the output), both clips active
+        # (issue 24)
+        _qlstm("quantized_lstm_projection_bias_clips_square", 2, 3, 4, 4, (2.0, -128), (1 / 64, 5), 0.25, 6,
+               proj=True, proj_bias=True, clips=(0.25, 0.03125)),
     ]

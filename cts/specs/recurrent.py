@@ -165,6 +165,11 @@ def models():
         _uni_rnn("unidirectional_sequence_rnn_float32_none", F32, 2, 3, 2, 3, NONE, False, 3, 5),
         _uni_rnn("unidirectional_sequence_rnn_float32_relu1_time_major_state", F32, 2, 3, 2, 3, RELU1, True, 4, 6),
         _uni_rnn("unidirectional_sequence_rnn_float16_relu6", F16, 2, 2, 3, 2, RELU6, False, 3, 7, span=8),
+        # batch == steps: the time_major flag's other reading is a valid model too (issue 24)
+        _uni_rnn("unidirectional_sequence_rnn_float32_relu1_square", F32, 2, 2, 3, 2, RELU1, False, 3, 14),
+        _uni_rnn("unidirectional_sequence_rnn_float32_relu1_square_time_major", F32, 2, 2, 3, 2, RELU1, True, 3, 15),
+        _bidi_rnn("bidirectional_sequence_rnn_float32_relu1_square_time_major", F32, 2, 2, 3, 2, RELU1, True, False,
+                  None, 3, 16),
         _bidi_rnn("bidirectional_sequence_rnn_float32_none_aux_omitted", F32, 2, 3, 2, 3, NONE, False, False,
                   None, 3, 8),
         _bidi_rnn("bidirectional_sequence_rnn_float16_relu1_parallel_merged", F16, 2, 3, 2, 2, RELU1, True, True,

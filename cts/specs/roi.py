@@ -56,7 +56,8 @@ def _round_away(v):
 
 
 def roi_pool(v, rois, batch, oh, ow, hs, ws):
-    """ROI_POOLING of NHWC ``v`` (types.spec: rounded corners, inclusive end, floor/ceil bins)."""
+    """ROI_POOLING of NHWC ``v`` (types.spec: rounded corners, inclusive end, floor/ceil bins;
+    a bin outside the map is 0, as AOSP's corpus roi_pooling_nhwc_quant8 expects)."""
     out = np.zeros((len(rois), oh, ow, v.shape[3]))
     for r, (roi, b) in enumerate(zip(rois, batch)):
         x1, y1, x2, y2 = _round_away(np.asarray(roi) / [ws, hs, ws, hs]).astype(int)
@@ -65,16 +66,23 @@ def roi_pool(v, rois, batch, oh, ow, hs, ws):
             h0, h1 = y1 + int(np.floor(i * rh / oh)), y1 + int(np.ceil((i + 1) * rh / oh))
             for j in range(ow):
                 w0, w1 = x1 + int(np.floor(j * rw / ow)), x1 + int(np.ceil((j + 1) * rw / ow))
-                out[r, i, j] = v[b, max(h0, 0):min(h1, v.shape[1]), max(w0, 0):min(w1, v.shape[2])].max(axis=(0, 1))
+                cell = v[b, max(h0, 0):min(h1, v.shape[1]), max(w0, 0):min(w1, v.shape[2])]
+                out[r, i, j] = cell.max(axis=(0, 1)) if cell.size else 0.0  # an empty bin is 0
     return out
 
 
-def _pool(name, t, q, nchw, level=3):
-    """A [2, 4, 5, 2] map (stored values over the whole range), three rois, 2 x 2 bins."""
+def _pool(name, t, q, nchw, level=3, shape=(2, 4, 5, 2), edge=False):
+    """A ``shape`` map (stored values over the whole range), three rois (``edge``: and a
+    fourth on the map's far corner, whose bins are empty: 0, stored as the zero point), 2 x 2
+    bins."""
     lo, hi = (0, 255) if t == Q8 else (-128, 127)
-    data = (np.random.default_rng(len(name)).integers(lo, hi + 1, (2, 4, 5, 2)) - q[1]) * f32(q[0])
+    data = (np.random.default_rng(len(name)).integers(lo, hi + 1, shape) - q[1]) * f32(q[0])
     rois = np.array([[0, 0, 8, 6], [2, 2, 9, 6], [4, 0, 8, 4]], np.float64)  # image = 2 x feature map
+    rois[:, 2] = np.minimum(rois[:, 2], 2 * shape[2] - 2)  # inside a narrower map
     batch = [0, 1, 1]
+    if edge:
+        rois = np.vstack([rois, [2 * shape[2], 2 * shape[1]] * 2])
+        batch.append(0)
     return case(f"roi_pooling_{name}", FAMILY, Op.ROI_POOLING, t,
                 [x(data), boxes(rois), const(I32, batch), const(T.INT32, 2), const(T.INT32, 2), fs(2.0),
                  fs(2.0), const(T.BOOL, nchw)],
@@ -135,6 +143,15 @@ def models():
         _pool("quant8_signed_zp0_scale0.5", Q8S, (0.5, 0), False, 4),
         _pool("quant8_signed_zp_mid_scale2_nchw", Q8S, (2.0, -20), True, 4),
         _pool("quant8_signed_zp_min_scale0.25", Q8S, (0.25, -128), False, 4),
+        # a [2, 4, 4, 4] map reads validly in both layouts, so the layout flag decides (issue 24)
+        _pool("quant8_signed_cube_nhwc", Q8S, (0.5, 0), False, 4, shape=(2, 4, 4, 4)),
+        _pool("quant8_signed_cube_nchw", Q8S, (0.5, 0), True, 4, shape=(2, 4, 4, 4)),
+        # empty bins store the zero point, so it decides them (issue 24)
+        *(_pool(f"{n}_empty_bins", t, q, False, 3 if t == Q8 else 4, edge=True)
+          for n, t, q in (("quant8_zp0_scale0.5", Q8, (0.5, 0)), ("quant8_zp255_scale2", Q8, (2.0, 255)),
+                          ("quant8_signed_zp0_scale0.5", Q8S, (0.5, 0)),
+                          ("quant8_signed_zp_mid_scale2", Q8S, (2.0, -20)),
+                          ("quant8_signed_zp_min_scale0.25", Q8S, (0.25, -128)))),
         _align("quant8_zp255_scale2", Q8, (2.0, 255), ((250, 230), -4, -1), 2, False),
         _align("quant8_signed_zp_mid_scale2_nchw", Q8S, (3.0, -20), ((-60, 10), 6, 2), 0, True),
         _heatmap("quant8_zp255_scale2", Q8, (2.0, 255), 250, 246, 230, False),

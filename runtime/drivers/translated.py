@@ -27,6 +27,7 @@ from ..errors import HalError
 from ..executor import write_outputs
 from ..hal.interfaces import IDevice, IPreparedModel
 from ..hal.types import MemoryDomainToken, Model, OutputShape, Request, Timing
+from ..hal.static_shapes import check_static_shapes
 from ..hal.validate import constant_value, merged_dimensions, validate_model, validate_prepare_arguments, validate_request
 from ..types import ErrorStatus, MeasureTiming, is_tensor_type, operand_dtype
 from ..types import OperandLifeTime as L
@@ -181,3 +182,7 @@ class TranslatingDevice(IDevice):
             raise HalError(ErrorStatus.INVALID_ARGUMENT, "unsupported: " + "; ".join(reasons))
         if deadline_ns is not None and time.monotonic_ns() >= deadline_ns:
             raise HalError(ErrorStatus.MISSED_DEADLINE_PERSISTENT, "deadline passed before preparation")
+        # shapes already certain must satisfy NNAPI's rules (INVALID_ARGUMENT, as the sample
+        # driver answers) before the engine sees them: engines refuse them late, as a
+        # load or run failure (GENERAL_FAILURE)
+        check_static_shapes(model)

@@ -19,6 +19,10 @@ CALL_TIMEOUT_S = 300.0
 #: ``--driver-endpoint-key/-cert/-ca`` through :func:`set_endpoint_tls`.
 ENDPOINT_TLS = None
 
+#: ``(data file prefix, sources)`` when driver hosts this process starts measure their own
+#: code coverage (``--driver-coverage``: :func:`set_host_coverage`), else None.
+HOST_COVERAGE: tuple[str, str] | None = None
+
 _devices: dict[str, object] = {}
 _lock = threading.Lock()
 
@@ -56,7 +60,7 @@ def remote_device(spec: str):
         device = _devices.get(spec)
         if device is None:
             if spec.startswith(PROCESS_PREFIX):
-                link = ProcessLink(spec[len(PROCESS_PREFIX):], CALL_TIMEOUT_S)
+                link = ProcessLink(spec[len(PROCESS_PREFIX):], CALL_TIMEOUT_S, HOST_COVERAGE)
             else:
                 link = EndpointLink(spec[len(ENDPOINT_PREFIX):], CALL_TIMEOUT_S, ENDPOINT_TLS)
             try:
@@ -75,6 +79,30 @@ def set_endpoint_tls(tls) -> None:
     TLS, for ``unix:`` and loopback endpoints). Devices already made keep their link."""
     global ENDPOINT_TLS
     ENDPOINT_TLS = tls
+
+
+def set_host_coverage(prefix: str | None, sources: str = "auto") -> None:
+    """Have every driver host started from now on (``process:`` specs; a host already
+    running is stopped, and the next call starts a new one) measure the code
+    coverage of its driver (``sources``: ``auto`` or module names, as ``--driver-coverage``)
+    into its own data file ``PREFIX.<client pid>.<start>`` (a path the harness chose; a client
+    over the HAL never names one), written when the host is stopped; None: no measuring."""
+    global HOST_COVERAGE
+    HOST_COVERAGE = None if prefix is None else (prefix, sources)
+    with _lock:
+        for spec, device in _devices.items():
+            if spec.startswith(PROCESS_PREFIX):
+                device.link.coverage = HOST_COVERAGE
+                device.link.stop_host()   # the next call starts a host that measures
+
+
+def close_devices() -> None:
+    """Stop the driver hosts of this process's proxy devices (hosts measuring coverage write
+    their data first); a later call to a device starts a new host."""
+    with _lock:
+        for device in _devices.values():
+            if hasattr(device.link, "stop_host"):
+                device.link.stop_host()
 
 
 def set_call_timeout(seconds: float | None) -> None:

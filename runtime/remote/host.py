@@ -22,6 +22,7 @@ import argparse
 import contextlib
 import itertools
 import os
+import signal
 import stat
 import sys
 import tempfile
@@ -455,6 +456,28 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _measure(driver: str, data_file: str, sources: str) -> None:
+    """Start measuring the code coverage of ``driver``'s source (or of the modules
+    ``sources`` names: :mod:`runtime.drivers.code_coverage`) into ``data_file``, written
+    when SIGTERM stops the host. Raises DriverNotFound, or ImportError without coverage.py."""
+    from ..drivers import code_coverage
+    if missing := code_coverage.coverage_missing():
+        raise ImportError(missing)
+    if sources == "auto":
+        files = code_coverage.driver_sources(driver)
+    else:
+        files = {}
+        for name in sources.split(","):
+            files.update(code_coverage.source_files(name.strip()))
+    measurement = code_coverage.Measurement(files, data_file)
+    measurement.start()
+
+    def stop(signum, frame):
+        measurement.stop()
+        os._exit(0)
+    signal.signal(signal.SIGTERM, stop)
+
+
 def main(argv=None) -> int:
     parser = OneLineParser(prog="python -m runtime.remote.host",
                                      description="serve an nncts driver over the HAL of runtime/remote/hal.proto "
@@ -475,6 +498,11 @@ def main(argv=None) -> int:
     parser.add_argument("--insecure-loopback", action="store_true",
                         help="--listen on a loopback TCP address (127.0.0.0/8, ::1, localhost) without TLS: any "
                              "local user can connect")
+    parser.add_argument("--coverage-data", default=None, metavar="PATH",
+                        help="measure the code coverage of the driver's own source (coverage.py, lines and branches) "
+                             "from before it is imported, into the data file PATH, written on SIGTERM")
+    parser.add_argument("--coverage-sources", default="auto", metavar="MODULES",
+                        help="with --coverage-data: the modules measured (comma-separated), or auto: the driver's own")
     args = parser.parse_args(argv)
     if not (args.listen or args.listen_local):
         parser.error("give --listen and/or --listen-local")
@@ -490,8 +518,10 @@ def main(argv=None) -> int:
         print(f"nncts driver host: {e}", file=sys.stderr)
         return 2
     try:
+        if args.coverage_data:
+            _measure(args.driver, args.coverage_data, args.coverage_sources)
         device = load_driver(args.driver)
-    except (DriverNotFound, TypeError) as e:
+    except (DriverNotFound, TypeError, ImportError) as e:
         print(f"nncts driver host: {e}", file=sys.stderr)
         return 2
     servicer = DeviceServicer(device)

@@ -31,6 +31,8 @@ from .tls import TlsFiles
 
 #: How long a new host may take to start serving (seconds).
 START_TIMEOUT_S = 60.0
+#: How long a host measuring coverage may take to write its data when stopped (seconds).
+STOP_TIMEOUT_S = 30.0
 
 
 def _grpc():
@@ -261,8 +263,11 @@ class ProcessLink(Link):
 
     passes_fds = True
 
-    def __init__(self, driver: str, call_timeout_s: float | None = 300.0):
+    def __init__(self, driver: str, call_timeout_s: float | None = 300.0, coverage: tuple[str, str] | None = None):
         super().__init__(driver, call_timeout_s)
+        #: (data file prefix, sources): the hosts measure their driver's code coverage
+        #: (:func:`runtime.remote.client.set_host_coverage`); None: they do not.
+        self.coverage = coverage
         self.proc: subprocess.Popen | None = None
         self.starts = 0
         self._dir = tempfile.mkdtemp(prefix="nncts-driver-")
@@ -272,10 +277,12 @@ class ProcessLink(Link):
         path = f"{self._dir}/hal-{self.starts}.sock"
         self.starts += 1
         log = open(self.log_path, "ab")
+        measure = [] if self.coverage is None else \
+            ["--coverage-data", f"{self.coverage[0]}.{os.getpid()}.{self.starts}", "--coverage-sources", self.coverage[1]]
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "runtime.remote.host", "--driver", self.driver, "--listen-local", path,
-                 "--parent-pid", str(os.getpid())],
+                 "--parent-pid", str(os.getpid()), *measure],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
         finally:
             log.close()
@@ -321,12 +328,23 @@ class ProcessLink(Link):
             except subprocess.TimeoutExpired:
                 pass
 
-    def close(self) -> None:
+    def stop_host(self) -> None:
+        """Stop the host (one measuring coverage gets SIGTERM and up to
+        :data:`STOP_TIMEOUT_S` to write its data); the next call starts a new one."""
         with self._lock:
+            if self.coverage and self.proc is not None and self.proc.poll() is None:
+                self.proc.terminate()   # a host measuring coverage writes its data on SIGTERM
+                try:
+                    self.proc.wait(timeout=STOP_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    pass
             self._kill()
             if self.channel is not None:
                 self.channel.close()
                 self.channel = None
+
+    def close(self) -> None:
+        self.stop_host()
         shutil.rmtree(self._dir, ignore_errors=True)
 
 

@@ -1,5 +1,6 @@
 """The NNAPI -> TFLite translation registry and builder of the ``litert`` drivers, shared
-by the rule modules (:mod:`.translate_elementwise`, :mod:`.translate_nn`) and the entry
+by the rule modules (:mod:`.translate_elementwise`, :mod:`.translate_nn`,
+:mod:`.translate_shape`, :mod:`.translate_more`) and the entry
 point :mod:`.translate`.
 
 :data:`TABLE` maps an NNAPI OperationType to a :class:`Rule` (the operand types of the
@@ -9,8 +10,8 @@ operators into a :class:`.flatbuffer.TFLiteGraph`: NNAPI operand ``i`` becomes o
 tensor (created on first use; constants carry their bytes). Operand types map one-to-one:
 TENSOR_FLOAT32 -> FLOAT32, TENSOR_INT32 -> INT32 (a bias's scale kept), TENSOR_QUANT8_ASYMM
 -> UINT8 and TENSOR_QUANT8_ASYMM_SIGNED -> INT8 (scale, zero point),
-TENSOR_QUANT8_SYMM_PER_CHANNEL -> INT8 with per-channel scales along ``channelDim``; any
-other type is :class:`~runtime.drivers.translated.Unsupported`.
+TENSOR_QUANT8_SYMM_PER_CHANNEL -> INT8 with per-channel scales along ``channelDim``,
+TENSOR_QUANT8_SYMM -> INT8 (zero point 0), TENSOR_BOOL8 -> BOOL; any other type is :class:`~runtime.drivers.translated.Unsupported`.
 """
 from __future__ import annotations
 
@@ -26,12 +27,15 @@ from ...types import OperationType as O
 from ..translated import OperandAccess, Unsupported
 from .flatbuffer import TFLiteGraph, options
 
-F32, I32, BOOL = T.TENSOR_FLOAT32, T.TENSOR_INT32, T.BOOL
+F32, I32, BOOL, BOOL8 = T.TENSOR_FLOAT32, T.TENSOR_INT32, T.BOOL, T.TENSOR_BOOL8
 QA8, QA8S, QPC = T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED, T.TENSOR_QUANT8_SYMM_PER_CHANNEL
+QS8 = T.TENSOR_QUANT8_SYMM
 QUANT8 = frozenset({QA8, QA8S})
+FLOAT = frozenset({F32})
 
 #: NNAPI operand type -> numpy dtype of the TFLite tensor.
-DTYPES = {F32: np.float32, I32: np.int32, QA8: np.uint8, QA8S: np.int8, QPC: np.int8}
+DTYPES = {F32: np.float32, I32: np.int32, QA8: np.uint8, QA8S: np.int8, QPC: np.int8, QS8: np.int8,
+          BOOL8: np.bool_}
 
 #: NNAPI FuseCode -> TFLite ActivationFunctionType (NONE, RELU, RELU_N1_TO_1, RELU6: the
 #: same numbers; NNAPI's fused activations are TFLite's).
@@ -40,20 +44,24 @@ FUSED = {0: 0, 1: 1, 2: 2, 3: 3}
 
 @dataclass
 class Rule:
-    """How one NNAPI operation maps: ``types`` of the deciding input it accepts and
-    ``emit(b, op)``, which raises Unsupported for a use it cannot write faithfully."""
+    """How one NNAPI operation maps: ``types`` of the deciding input (input ``deciding``)
+    it accepts and ``emit(b, op)``, which raises Unsupported for a use it cannot write
+    faithfully. ``same_type``: every output has the deciding input's type (else ``emit``
+    checks the output types)."""
 
     types: frozenset
     emit: Callable
+    deciding: int = 0
+    same_type: bool = True
 
 
 TABLE: dict[O, Rule] = {}
 
 
-def rule(op_type: O, types):
+def rule(op_type: O, types, deciding: int = 0, same_type: bool = True):
     """Decorator registering ``fn(b, op)`` as the :data:`TABLE` rule of ``op_type``."""
     def register(fn):
-        TABLE[op_type] = Rule(frozenset(types), fn)
+        TABLE[op_type] = Rule(frozenset(types), fn, deciding, same_type)
         return fn
     return register
 
@@ -97,7 +105,9 @@ class Builder(OperandAccess):
         if o.lifetime in (L.CONSTANT_COPY, L.CONSTANT_REFERENCE):
             data = np.array(constant_value(self.model, o))
         scales, zps, qdim = (), (), 0
-        if o.type in QUANT8:
+        if o.type == QS8:
+            scales, zps = (o.scale,), (0,)
+        elif o.type in QUANT8:
             scales, zps = (o.scale,), (o.zero_point,)
         elif o.type == QPC:
             if o.extra_params is None:

@@ -11,7 +11,8 @@ driver             ``experimental_op_resolver_type``               what computes
                                                                    kernels for the rest
 =================  ==============================================  ==========================
 
-Device: type CPU, feature level 7 (``get_supported_operations`` says, per operation use,
+``litert-xnnpack`` also declines QUANTIZE (XNNPACK rounds halves to even, NNAPI away from
+zero). Device: type CPU, feature level 7 (``get_supported_operations`` says, per operation use,
 whether the translator maps it faithfully), no compilation caching, no memory domains.
 Graph inputs whose dimensions the model leaves unknown are resized to the request's
 (``resize_tensor_input`` + ``allocate_tensors``) before the run.
@@ -25,7 +26,7 @@ import numpy as np
 from ...errors import HalError
 from ...hal.static_shapes import check_static_shapes
 from ...hal.types import Capabilities, Model, PerformanceInfo
-from ...types import DeviceTypeCode, ErrorStatus, OperandType, PreferenceCode, PriorityCode
+from ...types import DeviceTypeCode, ErrorStatus, OperandType, OperationType, PreferenceCode, PriorityCode
 from ..translated import TranslatedPreparedModel, TranslatingDevice, Unsupported
 from .builder import Builder
 from .translate import to_tflite, translate_operation
@@ -107,10 +108,15 @@ class LiteRTDevice(TranslatingDevice):
         return Capabilities(PerformanceInfo(0.9, 0.9), PerformanceInfo(0.9, 0.9), perf,
                             PerformanceInfo(0.9, 0.9), PerformanceInfo(0.9, 0.9))
 
+    #: Operations this variant declines whatever the use (OperationType -> reason).
+    declined: dict = {}
+
     def unsupported_reason(self, model: Model, operation, level: int | None) -> str | None:
         name = getattr(operation.type, "name", str(operation.type))
         if level is None or level > FEATURE_LEVEL:
             return f"{name}: feature level {level} is above {FEATURE_LEVEL}"
+        if operation.type in self.declined:
+            return f"{name}: {self.declined[operation.type]}"
         b = Builder(model, model.main)
         b.where = name
         try:
@@ -143,3 +149,5 @@ class LiteRTXnnpackDevice(LiteRTDevice):
 
     name = "litert-xnnpack"
     resolver = "AUTO"
+    declined = {OperationType.QUANTIZE: "XNNPACK's QUANTIZE rounds halves to even, NNAPI's away from zero "
+                                        "(0.25 at scale 0.5: NNAPI 1, XNNPACK 0)"}

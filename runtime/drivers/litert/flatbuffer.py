@@ -61,17 +61,24 @@ def builtin_operator(name: str) -> int:
 
 def options(kind: str, **fields) -> tuple:
     """``(union type, fn(builder) -> offset)`` of the builtin options table ``{kind}Options``
-    (e.g. "Conv2D") with scalar ``fields`` in the schema's CamelCase (e.g.
-    ``FusedActivationFunction=1``). Raises AttributeError for a field the table lacks."""
+    (e.g. "Conv2D") with ``fields`` in the schema's CamelCase (e.g.
+    ``FusedActivationFunction=1``; an int32 vector as ``("vector", [ints])``). Raises AttributeError for a field the table lacks."""
     table = f"{kind}Options"
     mod = _module(table)
     union = getattr(_module("BuiltinOptions").BuiltinOptions, table)
-    adders = [(getattr(mod, f"Add{k}"), v) for k, v in fields.items()]
+    adders = [(k, getattr(mod, f"Add{k}"), v) for k, v in fields.items()]
 
     def build(b):
+        values = {}
+        for k, _, v in adders:  # vectors are written before the table
+            if isinstance(v, tuple) and v[:1] == ("vector",):
+                getattr(mod, f"Start{k}Vector")(b, len(v[1]))
+                for x in reversed(v[1]):
+                    b.PrependInt32(x)
+                values[k] = b.EndVector()
         mod.Start(b)
-        for add, v in adders:
-            add(b, v)
+        for k, add, v in adders:
+            add(b, values.get(k, v))
         return mod.End(b)
     return union, build
 

@@ -1,7 +1,8 @@
 """NNAPI HAL model -> TFLite flatbuffer, for the ``litert`` drivers: the entry point.
 
 One :class:`.builder.Rule` per NNAPI operation in :data:`.builder.TABLE` (filled by
-:mod:`.translate_elementwise` and :mod:`.translate_nn`, imported here). A rule raises
+:mod:`.translate_elementwise`, :mod:`.translate_nn`, :mod:`.translate_shape` and
+:mod:`.translate_more`, imported here). A rule raises
 :class:`~runtime.drivers.translated.Unsupported` (the reason) when this use of the
 operation needs something the translator does not map faithfully (a type, a quantization
 TFLite's kernel computes differently, NCHW layout, a parameter given as a model input,
@@ -12,9 +13,12 @@ from __future__ import annotations
 
 from ...errors import HalError
 from ...types import ErrorStatus, OperandLifeTime, is_tensor_type
-from . import translate_elementwise, translate_nn  # noqa: F401  (fill TABLE)
+from . import translate_elementwise, translate_more, translate_nn, translate_shape
 from .builder import TABLE, Builder
 from ..translated import Unsupported
+
+#: The rule modules; importing them fills TABLE.
+RULE_MODULES = (translate_elementwise, translate_nn, translate_shape, translate_more)
 
 
 def translate_operation(b: Builder, operation) -> None:
@@ -24,13 +28,14 @@ def translate_operation(b: Builder, operation) -> None:
     name = getattr(operation.type, "name", str(operation.type))
     if rule is None:
         raise Unsupported(f"{name} has no TFLite mapping in this driver")
-    t = b.operand(operation.inputs[0]).type if operation.inputs else None
+    k = rule.deciding
+    t = b.operand(operation.inputs[k]).type if len(operation.inputs) > k else None
     if t not in rule.types:
         raise Unsupported(f"{name} on {getattr(t, 'name', t)} is not mapped")
-    for j in range(len(operation.outputs)):
+    for j in range(len(operation.outputs) if rule.same_type else 0):
         out = b.operand(operation.outputs[j]).type
         if out != t:
-            raise Unsupported(f"{name}: output {j} is {out.name}, input 0 {t.name}")
+            raise Unsupported(f"{name}: output {j} is {out.name}, input {k} {t.name}")
     state = b.snapshot()
     try:
         rule.emit(b, operation)

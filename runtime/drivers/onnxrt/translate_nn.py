@@ -106,7 +106,14 @@ def _conv(kind: str):
             y = b.node("Conv", [x, w] + ([] if b.omitted(op_, 2) else [b.input(op_, 2)]), **attrs)
         else:
             xo, wo = b.operand(op_.inputs[0]), b.operand(op_.inputs[1])
-            if wt == PER_CHANNEL:
+            if wt == PER_CHANNEL and t == QA8:
+                # MLAS's u8s8 kernels sum pairs of u8*s8 products in saturating int16 on x86
+                # without VNNI (onnxruntime's quantization docs): 255*127*2 overflows. The
+                # exact u8u8 form: filter + 128 with zero point 128 per channel.
+                scales = np.asarray(wo.extra_params.scales, np.float32)
+                w = b.cast(b.node("Add", [b.cast(w, T.TENSOR_INT32), b.const(np.int32(128))]), QA8)
+                ws, wz = b.const(scales), b.const(np.full(len(scales), 128, np.uint8))
+            elif wt == PER_CHANNEL:
                 scales = np.asarray(wo.extra_params.scales, np.float32)
                 ws, wz = b.const(scales), b.const(np.zeros(len(scales), np.int8))
             elif wt == t:
