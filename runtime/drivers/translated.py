@@ -18,6 +18,7 @@ format and let that engine compute it (``onnxruntime``: :mod:`.onnxrt`; ``litert
 """
 from __future__ import annotations
 
+import importlib.util
 import threading
 import time
 
@@ -26,10 +27,10 @@ import numpy as np
 from ..errors import HalError
 from ..executor import write_outputs
 from ..hal.interfaces import IDevice, IPreparedModel
-from ..hal.types import MemoryDomainToken, Model, OutputShape, Request, Timing
+from ..hal.types import Capabilities, MemoryDomainToken, Model, OutputShape, PerformanceInfo, Request, Timing
 from ..hal.static_shapes import check_static_shapes
 from ..hal.validate import constant_value, merged_dimensions, validate_model, validate_prepare_arguments, validate_request
-from ..types import ErrorStatus, MeasureTiming, is_tensor_type, operand_dtype
+from ..types import DeviceTypeCode, ErrorStatus, MeasureTiming, OperandType, is_tensor_type, operand_dtype
 from ..types import OperandLifeTime as L
 
 
@@ -154,17 +155,83 @@ class TranslatedPreparedModel(IPreparedModel):
         return shapes, timing
 
 
+def translate_every(b, operations, translate_operation) -> None:
+    """Translate each of ``operations`` into builder ``b`` with ``translate_operation(b,
+    op)`` (``b.where`` names the operation); raises HalError(INVALID_ARGUMENT) naming the
+    operation when one is not mapped (:class:`Unsupported`)."""
+    for k, op in enumerate(operations):
+        b.where = f"operation {k} ({getattr(op.type, 'name', op.type)})"
+        try:
+            translate_operation(b, op)
+        except Unsupported as e:
+            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"{b.where}: {e}") from None
+
+
 class TranslatingDevice(IDevice):
     """An IDevice whose support is decided per operation use by a translator.
 
-    Subclasses implement :meth:`unsupported_reason`; :meth:`get_supported_operations`
-    answers from it and :meth:`check_preparable` runs the HAL checks of ``prepareModel``
-    (arguments, model validity, every operation supported, deadline)."""
+    Subclasses set :attr:`engine_modules` (the engine's top-level modules, checked at
+    construction: ImportError with :attr:`install_hint` when one is missing) and
+    :attr:`types` (the operand types of its capabilities), give
+    :meth:`translate_operation` (a builder of theirs, one operation; raises
+    :class:`Unsupported`) and :meth:`new_builder`; :meth:`unsupported_reason` is the
+    translation's refusal, :meth:`get_supported_operations` answers from it and
+    :meth:`check_preparable` runs the HAL checks of ``prepareModel`` (arguments, model
+    validity, every operation supported, deadline, static shapes)."""
+
+    #: Engine modules that must be importable (``importlib.util.find_spec``).
+    engine_modules: tuple[str, ...] = ()
+    #: The ImportError's message when one is missing (which extra to install).
+    install_hint = ""
+    #: Highest NNAPI feature level among the operations translated.
+    feature_level = 7
+    #: Operand types of :meth:`get_capabilities` (all at performance 0.9).
+    types: tuple[OperandType, ...] = ()
+    #: Operations this device declines whatever the use (OperationType -> reason).
+    declined: dict = {}
+
+    def __init__(self):
+        missing = [m for m in self.engine_modules if importlib.util.find_spec(m) is None]
+        if missing:
+            raise ImportError(f"{self.install_hint} (missing: {', '.join(missing)})")
+
+    def get_name(self) -> str:
+        return self.name
+
+    def get_type(self) -> DeviceTypeCode:
+        return DeviceTypeCode.CPU
+
+    def get_feature_level(self) -> int:
+        return self.feature_level
+
+    def get_capabilities(self) -> Capabilities:
+        perf = {t: PerformanceInfo(0.9, 0.9) for t in self.types}
+        return Capabilities(PerformanceInfo(0.9, 0.9), PerformanceInfo(0.9, 0.9), perf,
+                            PerformanceInfo(0.9, 0.9), PerformanceInfo(0.9, 0.9))
+
+    def new_builder(self, model: Model):
+        """A translation builder over ``model.main`` (the subclass's)."""
+        raise NotImplementedError
+
+    def translate_operation(self, builder, operation) -> None:
+        """Translate one operation into ``builder``; raises :class:`Unsupported`."""
+        raise NotImplementedError
 
     def unsupported_reason(self, model: Model, operation, level: int | None) -> str | None:
         """Why this use of ``operation`` (of ``model.main``, at NNAPI feature level
         ``level``) is not mapped; None if it is."""
-        raise NotImplementedError
+        name = getattr(operation.type, "name", str(operation.type))
+        if level is None or level > self.feature_level:
+            return f"{name}: feature level {level} is above {self.feature_level}"
+        if operation.type in self.declined:
+            return f"{name}: {self.declined[operation.type]}"
+        b = self.new_builder(model)
+        b.where = name
+        try:
+            self.translate_operation(b, operation)
+        except Unsupported as e:
+            return str(e)
+        return None
 
     def get_supported_operations(self, model: Model) -> list[bool]:
         levels = validate_model(model)

@@ -19,15 +19,12 @@ Graph inputs whose dimensions the model leaves unknown are resized to the reques
 """
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 
 from ...errors import HalError
-from ...hal.static_shapes import check_static_shapes
-from ...hal.types import Capabilities, Model, PerformanceInfo
-from ...types import DeviceTypeCode, ErrorStatus, OperandType, OperationType, PreferenceCode, PriorityCode
-from ..translated import TranslatedPreparedModel, TranslatingDevice, Unsupported
+from ...hal.types import Model
+from ...types import ErrorStatus, OperandType, OperationType, PreferenceCode, PriorityCode
+from ..translated import TranslatedPreparedModel, TranslatingDevice
 from .builder import Builder
 from .translate import to_tflite, translate_operation
 
@@ -82,56 +79,27 @@ class LiteRTDevice(TranslatingDevice):
     name = "litert"
     resolver = "BUILTIN_WITHOUT_DEFAULT_DELEGATES"
 
-    def __init__(self):
-        missing = [m for m in ("tflite", "ai_edge_litert", "flatbuffers") if importlib.util.find_spec(m) is None]
-        if missing:
-            raise ImportError(f"{INSTALL_HINT} (missing: {', '.join(missing)})")
-
-    def get_name(self) -> str:
-        return self.name
-
-    def get_type(self) -> DeviceTypeCode:
-        return DeviceTypeCode.CPU
+    engine_modules = ("tflite", "ai_edge_litert", "flatbuffers")
+    install_hint = INSTALL_HINT
+    feature_level = FEATURE_LEVEL
+    types = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_INT32, OperandType.TENSOR_QUANT8_ASYMM,
+             OperandType.TENSOR_QUANT8_ASYMM_SIGNED, OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,
+             OperandType.FLOAT32, OperandType.INT32, OperandType.BOOL)
 
     def get_version_string(self) -> str:
         from importlib.metadata import version
         return f"ai-edge-litert {version('ai-edge-litert')} ({self.resolver})"
 
-    def get_feature_level(self) -> int:
-        return FEATURE_LEVEL
+    def new_builder(self, model: Model) -> Builder:
+        return Builder(model, model.main)
 
-    def get_capabilities(self) -> Capabilities:
-        types = [OperandType.TENSOR_FLOAT32, OperandType.TENSOR_INT32, OperandType.TENSOR_QUANT8_ASYMM,
-                 OperandType.TENSOR_QUANT8_ASYMM_SIGNED, OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL,
-                 OperandType.FLOAT32, OperandType.INT32, OperandType.BOOL]
-        perf = {t: PerformanceInfo(0.9, 0.9) for t in types}
-        return Capabilities(PerformanceInfo(0.9, 0.9), PerformanceInfo(0.9, 0.9), perf,
-                            PerformanceInfo(0.9, 0.9), PerformanceInfo(0.9, 0.9))
-
-    #: Operations this variant declines whatever the use (OperationType -> reason).
-    declined: dict = {}
-
-    def unsupported_reason(self, model: Model, operation, level: int | None) -> str | None:
-        name = getattr(operation.type, "name", str(operation.type))
-        if level is None or level > FEATURE_LEVEL:
-            return f"{name}: feature level {level} is above {FEATURE_LEVEL}"
-        if operation.type in self.declined:
-            return f"{name}: {self.declined[operation.type]}"
-        b = Builder(model, model.main)
-        b.where = name
-        try:
-            translate_operation(b, operation)
-        except Unsupported as e:
-            return str(e)
-        return None
+    def translate_operation(self, builder: Builder, operation) -> None:
+        translate_operation(builder, operation)
 
     def prepare_model(self, model: Model, preference=PreferenceCode.FAST_SINGLE_ANSWER,
                       priority=PriorityCode.MEDIUM, deadline_ns=None, model_cache=None,
                       data_cache=None, token=None) -> LiteRTPreparedModel:
         self.check_preparable(model, preference, priority, deadline_ns)
-        # shapes already certain must satisfy NNAPI's rules (INVALID_ARGUMENT, as the sample
-        # driver answers); TFLite's Prepare would refuse them too, but as a load failure
-        check_static_shapes(model)
         content, inputs, _ = to_tflite(model)
         interpreter = _engine()
         try:

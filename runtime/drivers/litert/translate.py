@@ -15,7 +15,7 @@ from ...errors import HalError
 from ...types import ErrorStatus, OperandLifeTime, is_tensor_type
 from . import translate_elementwise, translate_more, translate_nn, translate_shape
 from .builder import TABLE, Builder
-from ..translated import Unsupported
+from ..translated import Unsupported, translate_every
 
 #: The rule modules; importing them fills TABLE.
 RULE_MODULES = (translate_elementwise, translate_nn, translate_shape, translate_more)
@@ -50,12 +50,7 @@ def to_tflite(model) -> tuple[bytes, list[int], list[int]]:
     is not mapped; every main tensor input becomes a graph input (NNAPI order)."""
     sg = model.main
     b = Builder(model, sg)
-    for k, op in enumerate(sg.operations):
-        b.where = f"operation {k} ({getattr(op.type, 'name', op.type)})"
-        try:
-            translate_operation(b, op)
-        except Unsupported as e:
-            raise HalError(ErrorStatus.INVALID_ARGUMENT, f"{b.where}: {e}") from None
+    translate_every(b, sg.operations, translate_operation)
     inputs = [i for i in sg.input_indexes if sg.operands[i].lifetime == OperandLifeTime.SUBGRAPH_INPUT
               and is_tensor_type(sg.operands[i].type) and i in b.tensors]
     outputs = list(sg.output_indexes)

@@ -7,16 +7,14 @@ no compilation caching, no memory domains. Relaxed float32 models run in float32
 """
 from __future__ import annotations
 
-import importlib.util
-
 import numpy as np
 
 from ...errors import HalError
-from ...hal.types import Capabilities, Model, PerformanceInfo
-from ...types import (DeviceTypeCode, ErrorStatus, OperandLifeTime, OperandType, PreferenceCode,
+from ...hal.types import Model
+from ...types import (ErrorStatus, OperandLifeTime, OperandType, PreferenceCode,
                       PriorityCode, is_tensor_type)
-from ..translated import TranslatedPreparedModel, TranslatingDevice
-from .builder import OPSET, Builder, Unsupported, onnx_elem_type
+from ..translated import TranslatedPreparedModel, TranslatingDevice, translate_every
+from .builder import OPSET, Builder, onnx_elem_type
 from .translate import translate_operation
 
 INSTALL_HINT = "the onnxruntime driver needs `pip install nncts[engine]`"
@@ -57,50 +55,26 @@ class OnnxRuntimeDevice(TranslatingDevice):
 
     name = "onnxruntime"
 
-    def __init__(self):
-        missing = [m for m in ("onnx", "onnxruntime") if importlib.util.find_spec(m) is None]
-        if missing:
-            raise ImportError(f"{INSTALL_HINT} (missing: {', '.join(missing)})")
-        self._support_cache: dict = {}
-
-    def get_name(self) -> str:
-        return self.name
-
-    def get_type(self) -> DeviceTypeCode:
-        return DeviceTypeCode.CPU
+    engine_modules = ("onnx", "onnxruntime")
+    install_hint = INSTALL_HINT
+    feature_level = FEATURE_LEVEL
+    types = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_INT32,
+             OperandType.TENSOR_BOOL8, OperandType.TENSOR_QUANT8_ASYMM,
+             OperandType.TENSOR_QUANT8_ASYMM_SIGNED, OperandType.TENSOR_QUANT8_SYMM,
+             OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL, OperandType.FLOAT32, OperandType.FLOAT16,
+             OperandType.INT32, OperandType.BOOL)
 
     def get_version_string(self) -> str:
         return f"onnxruntime {_engine()[1].__version__}"
 
-    def get_feature_level(self) -> int:
-        return FEATURE_LEVEL
-
-    def get_capabilities(self) -> Capabilities:
-        types = [OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.TENSOR_INT32,
-                 OperandType.TENSOR_BOOL8, OperandType.TENSOR_QUANT8_ASYMM,
-                 OperandType.TENSOR_QUANT8_ASYMM_SIGNED, OperandType.TENSOR_QUANT8_SYMM,
-                 OperandType.TENSOR_QUANT8_SYMM_PER_CHANNEL, OperandType.FLOAT32, OperandType.FLOAT16,
-                 OperandType.INT32, OperandType.BOOL]
-        perf = {t: PerformanceInfo(0.9, 0.9) for t in types}
-        return Capabilities(PerformanceInfo(0.9, 0.9), PerformanceInfo(0.9, 0.9), perf,
-                            PerformanceInfo(0.9, 0.9), PerformanceInfo(0.9, 0.9))
-
     # --- support -------------------------------------------------------------------------
-    def unsupported_reason(self, model: Model, operation, level: int | None) -> str | None:
-        """Why this use of ``operation`` (of ``model.main``) is not mapped; None if it is."""
+    def new_builder(self, model: Model) -> Builder:
         _engine()
-        name = getattr(operation.type, "name", str(operation.type))
-        if level is None or level > FEATURE_LEVEL:
-            return f"{name}: feature level {level} is above {FEATURE_LEVEL}"
-        b = Builder(model, model.main)
-        b.where = name
-        try:
-            translate_operation(b, operation)
-        except Unsupported as e:
-            return str(e)
-        return None
+        return Builder(model, model.main)
 
-    # --- preparation ---------------------------------------------------------------------
+    def translate_operation(self, builder: Builder, operation) -> None:
+        translate_operation(builder, operation)
+
     def prepare_model(self, model: Model, preference=PreferenceCode.FAST_SINGLE_ANSWER,
                       priority=PriorityCode.MEDIUM, deadline_ns=None, model_cache=None,
                       data_cache=None, token=None) -> OnnxRuntimePreparedModel:
@@ -126,12 +100,7 @@ class OnnxRuntimeDevice(TranslatingDevice):
         h = onnx.helper
         sg = model.main
         b = Builder(model, sg)
-        for k, op in enumerate(sg.operations):
-            b.where = f"operation {k} ({getattr(op.type, 'name', op.type)})"
-            try:
-                translate_operation(b, op)
-            except Unsupported as e:  # checked before; kept for callers of to_onnx alone
-                raise HalError(ErrorStatus.INVALID_ARGUMENT, f"{b.where}: {e}") from None
+        translate_every(b, sg.operations, translate_operation)  # checked before; kept for to_onnx alone
 
         def value_info(idx: int, with_shape: bool):
             o = sg.operands[idx]
