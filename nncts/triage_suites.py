@@ -16,8 +16,8 @@
 from __future__ import annotations
 
 from harness.runner import Failure
-from precision.cases import MODES, cases, sweep_inputs
-from precision.measure import SweepSkip, describe_failure, judge, run_on_device, summarize, sweep_model, truth_of
+from precision.cases import MODES, cases
+from precision.measure import SweepSkip, describe_failure, measure_sweep
 from runtime.errors import NnapiError
 
 #: The reference part of a VTS entry: a conforming driver passes (the HAL's expected status).
@@ -48,17 +48,13 @@ def rerun_sweep(case, mode: str, device, options: dict) -> dict:
     / None when the driver declines it), ``message``, and ``culprit`` (the sweep's operation,
     for the clusters) when it fails. ``options["precision"] == "strict"`` fails an
     over-budget sweep as the suite does."""
-    inputs = sweep_inputs(case, mode)
-    tm = sweep_model(case, inputs)
-    truth, budget = truth_of(case, tm)
     try:
-        actual = run_on_device(tm, device)
+        record = measure_sweep(case, mode, device)
     except SweepSkip as e:
         return {"rerun": None, "message": f"declined on re-run: {e}"}
     except (NnapiError, Failure) as e:
         return {"rerun": "fail", "message": f"{case.id}: {e}",
                 "culprit": culprit(case, f"the sweep fails: {type(e).__name__}")}
-    record = summarize(case, mode, inputs, actual, truth, judge(case, tm, inputs, actual, truth, budget))
     if record["failing"]:
         return {"rerun": "fail", "message": describe_failure(record),
                 "culprit": culprit(case, f"{record['failing']} element(s) beyond AOSP's tolerance of the float64 "

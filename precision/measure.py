@@ -54,7 +54,7 @@ from runtime.testing.hal_convert import to_hal_model
 from runtime.testing.test_model import TestModel, TestOperand, TestOperation, TestSubgraph
 from runtime.types import OperandLifeTime as L, OperandType, is_float_type, is_quantized_type, operand_dtype
 
-from .cases import SweepCase
+from .cases import SweepCase, sweep_inputs
 from .ranges import input_bins, runs
 
 T = OperandType
@@ -336,3 +336,24 @@ def describe_undefined(rec: dict) -> str:
         return ""
     return (f"{rec['undefined']} element(s) not judged (NNAPI leaves them undefined): "
             + "; ".join(f"{why}: {n}" for why, n in rec["undefined_why"].items()))
+
+
+def measure_sweep(case: SweepCase, mode: str, device: Device) -> dict:
+    """Run sweep ``case`` (inputs of ``mode``, ``full`` or ``quick``) on ``device`` in one
+    execution and judge every element against the float64 truth: the record of
+    :func:`summarize`. Raises :class:`SweepSkip` when the driver declines the model, and
+    :class:`runtime.errors.NnapiError` / :class:`harness.runner.Failure` when it fails to
+    run it (the precision suite and ``nncts triage`` both call this)."""
+    inputs = sweep_inputs(case, mode)
+    tm = sweep_model(case, inputs)
+    truth, budget = truth_of(case, tm)
+    actual = run_on_device(tm, device)
+    return summarize(case, mode, inputs, actual, truth, judge(case, tm, inputs, actual, truth, budget))
+
+
+def describe_over_budget(rec: dict) -> str:
+    """The message of an over-budget sweep under ``--precision strict``: how many elements,
+    where, the largest error in ULP."""
+    return (f"{rec['operation']} {rec['types']}: {rec['over_budget']} element(s) over the budget of "
+            f"{rec['budget']} ULP (--precision strict), at inputs in {'; '.join(rec['over_ranges'])}; "
+            f"max {rec['max']} ULP")

@@ -10,30 +10,22 @@ import pytest
 
 from harness.plugin import add_record_fields
 from harness.runner import Failure
-from precision.cases import sweep_inputs
-from precision.measure import (SweepSkip, describe_failure, describe_undefined, judge, run_on_device, summarize,
-                               sweep_model, truth_of)
+from precision.measure import SweepSkip, describe_failure, describe_over_budget, describe_undefined, measure_sweep
 from runtime.errors import NnapiError
 
 
 def test_sweep(sweep_case, nncts_device, request):
     case, mode = sweep_case, request.config.getoption("sweep")
-    inputs = sweep_inputs(case, mode)
-    tm = sweep_model(case, inputs)
-    truth, budget = truth_of(case, tm)
     try:
-        actual = run_on_device(tm, nncts_device)
+        record = measure_sweep(case, mode, nncts_device)
     except SweepSkip as e:
         add_record_fields(request.node, skip_kind=e.kind)
         pytest.skip(str(e))
     except (NnapiError, Failure) as e:
         pytest.fail(f"{case.id}: {e}", pytrace=False)
-    record = summarize(case, mode, inputs, actual, truth, judge(case, tm, inputs, actual, truth, budget))
     add_record_fields(request.node, sweep=record)
     undefined = describe_undefined(record)
     if record["failing"]:
         pytest.fail(describe_failure(record) + (f"\n{undefined}" if undefined else ""), pytrace=False)
     if record["grade"] == "over budget" and request.config.getoption("precision", "aosp") == "strict":
-        pytest.fail(f"{case.operation.name} {case.types}: {record['over_budget']} element(s) over the budget of "
-                    f"{record['budget']} ULP (--precision strict), at inputs in {'; '.join(record['over_ranges'])}; "
-                    f"max {record['max']} ULP", pytrace=False)
+        pytest.fail(describe_over_budget(record), pytrace=False)

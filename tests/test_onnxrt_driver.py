@@ -18,11 +18,8 @@ pytest.importorskip("onnxruntime")
 from harness.records import read_records  # noqa: E402
 from runtime.loader import load_driver  # noqa: E402
 from runtime.errors import HalError  # noqa: E402
-from runtime.hal.memory import SharedMemory  # noqa: E402
-from runtime.hal.types import (DataLocation, Model, Operand, Operation, Request,  # noqa: E402
-                               RequestArgument, Subgraph)
-from runtime.types import (ErrorStatus, MeasureTiming, NO_TIMING, OperandLifeTime as L,  # noqa: E402
-                           OperandType as T, OperationType as O, operand_dtype)
+from runtime.types import ErrorStatus, MeasureTiming, NO_TIMING, OperandType as T, OperationType as O  # noqa: E402
+from tests.hal_models import Net, run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FINDINGS = ROOT / "runtime" / "drivers" / "onnxrt" / "findings.json"
@@ -35,84 +32,6 @@ MIN_PASSED = 705
 @pytest.fixture(scope="module")
 def device():
     return load_driver("onnxruntime")
-
-
-class Net:
-    """A one-subgraph HAL model written by hand: ``tensor``/``scalar`` add operands
-    (constants when given a value), ``op`` adds an operation."""
-
-    def __init__(self):
-        self.operands: list[Operand] = []
-        self.values = bytearray()
-        self.operations: list[Operation] = []
-        self.inputs: list[int] = []
-        self.outputs: list[int] = []
-
-    def _add(self, t, dims, value=None, lifetime=L.TEMPORARY_VARIABLE) -> int:
-        loc = DataLocation()
-        if value is not None:
-            raw = np.asarray(value, operand_dtype(t)).tobytes()
-            self.values.extend(b"\0" * (-len(self.values) % 8))
-            loc = DataLocation(0, len(self.values), len(raw))
-            self.values.extend(raw)
-            lifetime = L.CONSTANT_COPY
-        self.operands.append(Operand(t, list(dims), 0, lifetime=lifetime, location=loc))
-        return len(self.operands) - 1
-
-    def input(self, t, dims) -> int:
-        i = self._add(t, dims, lifetime=L.SUBGRAPH_INPUT)
-        self.inputs.append(i)
-        return i
-
-    def output(self, t, dims) -> int:
-        i = self._add(t, dims, lifetime=L.SUBGRAPH_OUTPUT)
-        self.outputs.append(i)
-        return i
-
-    def const(self, t, dims, value) -> int:
-        return self._add(t, dims, value)
-
-    def scalar(self, t, value) -> int:
-        return self._add(t, [], value)
-
-    def op(self, op_type, inputs, outputs) -> None:
-        self.operations.append(Operation(op_type, list(inputs), list(outputs)))
-        for i in inputs:
-            self.operands[i].number_of_consumers += 1
-
-    def model(self) -> Model:
-        return Model(Subgraph(self.operands, self.operations, self.inputs, self.outputs), [],
-                     bytes(self.values), [])
-
-
-def run(device, model: Model, inputs: list[np.ndarray], out_bytes: list[int] | None = None,
-        measure=MeasureTiming.NO):
-    """Prepare and execute; returns (outputs as arrays of the output operands' dtypes,
-    shapes, timing). ``out_bytes`` sizes the output regions (default: the data's size)."""
-    prepared = device.prepare_model(model)
-    sg = model.main
-    data = b"".join(np.ascontiguousarray(x).tobytes() for x in inputs)
-    in_pool = SharedMemory(data=data)
-    args, off = [], 0
-    for x in inputs:
-        args.append(RequestArgument(location=DataLocation(0, off, x.nbytes)))
-        off += x.nbytes
-    if out_bytes is None:
-        out_bytes = [int(np.prod(sg.operands[i].dimensions)) * operand_dtype(sg.operands[i].type).itemsize
-                     for i in sg.output_indexes]
-    out_pool = SharedMemory(size=sum(out_bytes))
-    outs, off = [], 0
-    for n in out_bytes:
-        outs.append(RequestArgument(location=DataLocation(1, off, n)))
-        off += n
-    shapes, timing = prepared.execute_synchronously(Request(args, outs, [in_pool, out_pool]), measure)
-    results, off = [], 0
-    for i, n, s in zip(sg.output_indexes, out_bytes, shapes):
-        dtype = operand_dtype(sg.operands[i].type)
-        count = int(np.prod(s.dimensions)) if s.dimensions else 1
-        results.append(np.frombuffer(bytes(out_pool.buffer[off:off + n]), dtype, count).reshape(s.dimensions))
-        off += n
-    return results, shapes, timing
 
 
 def test_device_properties(device):
@@ -209,21 +128,6 @@ def test_reshape_with_minus_one_and_dynamic_output(device):
     assert shapes[0].dimensions == [3, 2] and shapes[0].is_sufficient
     np.testing.assert_array_equal(y, [[0, 1], [2, 3], [4, 5]])
     assert timing.time_on_device != NO_TIMING and timing.time_on_device <= timing.time_in_driver
-
-
-def test_quantized_add_in_qdq_form(device):
-    # golden by hand: real values 0.5 * (q - 10) + 0.25 * (q - 0) requantized to scale 0.5, zp 5
-    n = Net()
-    a = n.input(T.TENSOR_QUANT8_ASYMM, [3])
-    n.operands[a].scale, n.operands[a].zero_point = 0.5, 10
-    b = n.input(T.TENSOR_QUANT8_ASYMM, [3])
-    n.operands[b].scale = 0.25
-    o = n.output(T.TENSOR_QUANT8_ASYMM, [3])
-    n.operands[o].scale, n.operands[o].zero_point = 0.5, 5
-    n.op(O.ADD, [a, b, n.scalar(T.INT32, 0)], [o])
-    (y,), _, _ = run(device, n.model(), [np.array([10, 14, 30], np.uint8), np.array([0, 8, 4], np.uint8)])
-    # reals: 0 + 0 = 0 -> 5; 2 + 2 = 4 -> 13; 10 + 1 = 11 -> 27
-    np.testing.assert_array_equal(y, [5, 13, 27])
 
 
 def test_per_channel_conv_with_unsigned_input_does_not_saturate(device):

@@ -35,6 +35,7 @@ class TestOperand:
     """A corpus operand; ``data`` is a numpy array shaped by ``dimensions`` when they are
     fully specified (flat otherwise), or None (no value / omitted input / empty output)."""
 
+    __test__ = False  # not a pytest test class
     type: OperandType
     dimensions: list[int]
     scale: float
@@ -48,6 +49,10 @@ class TestOperand:
 
 @dataclass
 class TestOperation:
+    """A corpus operation: its NNAPI type and the indexes of its input and output operands
+    in the subgraph's operand list."""
+
+    __test__ = False  # not a pytest test class
     type: OperationType
     inputs: list[int]
     outputs: list[int]
@@ -55,6 +60,10 @@ class TestOperation:
 
 @dataclass
 class TestSubgraph:
+    """A corpus subgraph (main or referenced by IF / WHILE): operands, operations in
+    execution order, and the operand indexes of its inputs and outputs."""
+
+    __test__ = False  # not a pytest test class
     operands: list[TestOperand]
     operations: list[TestOperation]
     input_indexes: list[int]
