@@ -227,6 +227,11 @@ def pytest_runtest_makereport(item, call):
         item._nncts_incidents = len(INCIDENTS)
     outcome = yield
     report = outcome.get_result()
+    # only the reports that can make a record carry the fields (pytest-xdist sends every
+    # report to the controller): the call, a setup that did not pass or saw a driver incident
+    if call.when == "teardown" or (call.when == "setup" and report.passed
+                                   and len(INCIDENTS) <= getattr(item, "_nncts_incidents", 0)):
+        return
     fields = record_fields(item)
     if fields is None or "operations" not in fields:
         return

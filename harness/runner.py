@@ -3,7 +3,6 @@ device, in one execution mode (:mod:`harness.modes`), and judge it with the NNAP
 criteria."""
 from __future__ import annotations
 
-import collections
 import hashlib
 import os
 import shutil
@@ -28,6 +27,7 @@ from runtime.types import NO_TIMING, DurationCode, OperandType, ResultCode, oper
 
 from .binding import Binding
 from .changed_inputs import changed_inputs
+from .memo import IdentityMemo
 from .modes import BASE, Mode
 
 #: Longest the harness waits on an asynchronous or fenced completion by default (seconds).
@@ -54,8 +54,24 @@ class Failure(Exception):
     """A check of the harness failed (the message says which)."""
 
 
+#: What the modes of one test model share, computed once per worker process: why it cannot
+#: run, its variants, the built front-end model with the driver's support answer, the
+#: compilation (every mode but the cache modes, which compile through files), the changed
+#: inputs of the modes that reuse objects (:mod:`harness.memo`).
+_SKIPS = IdentityMemo(16)
+_VARIANTS = IdentityMemo(16)
+_BUILT = IdentityMemo(8)
+_COMPILED = IdentityMemo(8)
+_CHANGED = IdentityMemo(8)
+
+
 def skip_reason(tm: TestModel, device: Device) -> tuple[str, str] | None:
-    """(kind, reason) when ``tm`` cannot be judged yet on ``device``, else None."""
+    """(kind, reason) when ``tm`` cannot be judged yet on ``device``, else None (computed
+    once per test model and device in this process)."""
+    return _SKIPS.get((tm, device), (), lambda: _skip_reason(tm, device))
+
+
+def _skip_reason(tm: TestModel, device: Device) -> tuple[str, str] | None:
     reason = not_implemented_reason(to_hal_model(tm), signatures_too=not tm.expect_failure)
     if reason:
         return "not_implemented", reason
@@ -67,12 +83,41 @@ def skip_reason(tm: TestModel, device: Device) -> tuple[str, str] | None:
 
 
 def variant(tm: TestModel, mode: Mode) -> TestModel:
-    """``tm`` as ``mode`` runs it: signed quantization, unspecified output dimensions."""
+    """``tm`` as ``mode`` runs it: signed quantization, unspecified output dimensions (the
+    same object for every mode that makes the same variant of ``tm``, in this process)."""
+    return _variant(tm, mode)[0]
+
+
+def _variant(tm: TestModel, mode: Mode) -> tuple[TestModel, str | None]:
+    """(``variant(tm, mode)``, why the operation table cannot run it or None)."""
+    return _VARIANTS.get((tm,), (mode.coupling, mode.outputs != "specified"), lambda: _make_variant(tm, mode))
+
+
+def _make_variant(tm: TestModel, mode: Mode) -> tuple[TestModel, str | None]:
+    reason = None
     if mode.coupling:
         tm = with_signed_quantization(tm)
     if mode.outputs != "specified":
         tm = with_dynamic_outputs(tm)
-    return tm
+    if mode.coupling:
+        reason = not_implemented_reason(to_hal_model(tm))
+    return tm, reason
+
+
+def _build(tm: TestModel, device: Device) -> tuple[Model, list[bool]]:
+    """The front-end model of ``tm`` (built and validated once per test model variant in
+    this process) and ``device``'s support answer for each of its operations."""
+    def build():
+        model = build_model(tm)
+        return model, get_supported_operations_for_devices(model, [device])
+    return _BUILT.get((tm, device), (), build)
+
+
+def forget_prepared() -> None:
+    """Drop every kept compilation and built model: called after a failed test, since a
+    driver that failed (or whose process was restarted) may no longer stand behind them."""
+    _BUILT.clear()
+    _COMPILED.clear()
 
 
 def scratch_dir() -> str | None:
@@ -98,7 +143,7 @@ def _compile(model: Model, device: Device, tm: TestModel, mode: Mode, workdir: P
         return c
 
     if not mode.cache:
-        return compile_once()
+        return _COMPILED.get((model, device), (), compile_once)
     token = hashlib.sha256(tm.test_id.encode()).digest()
     cache_dir = Path(tempfile.mkdtemp(prefix="nncts-cache-", dir=workdir or SCRATCH))
     try:
@@ -234,7 +279,7 @@ def run_sequence(tm: TestModel, mode: Mode) -> list[tuple[str, TestModel]]:
     change, or the outputs are insufficient), then the example inputs."""
     if not mode.reuses:
         return [("", tm)]
-    changed = None if mode.outputs == "insufficient" else changed_inputs(tm)
+    changed = None if mode.outputs == "insufficient" else _CHANGED.get((tm,), (), lambda: changed_inputs(tm))
     if changed is None:
         return [("run 1", tm), ("run 2", tm)]
     return [("run 1", tm), ("run 2 (changed inputs)", changed), ("run 3", tm)]
@@ -256,7 +301,7 @@ PRECISION_MODES = ("aosp", "strict")
 _FLOAT_OUTPUTS = (OperandType.TENSOR_FLOAT32, OperandType.TENSOR_FLOAT16, OperandType.FLOAT32, OperandType.FLOAT16)
 #: Test models whose truth and bounds this process keeps (the modes of a model share them).
 BUDGET_CACHE_SIZE = 32
-_BUDGETS: collections.OrderedDict = collections.OrderedDict()
+_BUDGETS = IdentityMemo(BUDGET_CACHE_SIZE)
 
 
 def model_budget(tm: TestModel) -> TestBudget | None:
@@ -265,20 +310,16 @@ def model_budget(tm: TestModel) -> TestBudget | None:
     process and kept for the next :data:`BUDGET_CACHE_SIZE` models (every execution mode
     of a model runs its example). None without a float output, or when the reference
     cannot compute the truth."""
-    hit = _BUDGETS.get(id(tm))
-    if hit is not None and hit[0] is tm:
-        _BUDGETS.move_to_end(id(tm))
-        return hit[1]
-    found = None
-    if any(tm.main.operands[i].type in _FLOAT_OUTPUTS for i in tm.main.output_indexes):
-        try:
-            found = test_budget(to_hal_model(tm), [tm.main.operands[i].data for i in tm.main.input_indexes])
-        except Exception:  # noqa: BLE001 - no truth, no grade (the AOSP verdict stands alone)
-            found = None
-    _BUDGETS[id(tm)] = (tm, found)
-    while len(_BUDGETS) > BUDGET_CACHE_SIZE:
-        _BUDGETS.popitem(last=False)
-    return found
+    return _BUDGETS.get((tm,), (), lambda: _model_budget(tm))
+
+
+def _model_budget(tm: TestModel) -> TestBudget | None:
+    if not any(tm.main.operands[i].type in _FLOAT_OUTPUTS for i in tm.main.output_indexes):
+        return None
+    try:
+        return test_budget(to_hal_model(tm), [tm.main.operands[i].data for i in tm.main.input_indexes])
+    except Exception:  # noqa: BLE001 - no truth, no grade (the AOSP verdict stands alone)
+        return None
 
 
 def precision_errors(tm: TestModel, tb: TestBudget, outputs, dims) -> list:
@@ -333,24 +374,32 @@ def run_test_model(tm: TestModel, device: Device, mode: Mode = BASE, workdir: Pa
                    require_timing: bool = True, wait_limit_s: float = WAIT_LIMIT_S,
                    precision: str = "aosp") -> Outcome:
     """Build, compile for ``device`` only, execute in ``mode`` and compare ``tm``; never
-    raises for a driver's fault (it becomes a failed Outcome). A model that must fail
+    raises for a driver's fault (it becomes a failed Outcome). The modes of one test model
+    share its built model, the driver's support answer and (but for the cache modes) its
+    compilation, each made once in this process; a failed outcome drops them all
+    (:func:`forget_prepared`), so the next test builds and prepares afresh. A model that must fail
     (``expect_failure``) is judged by :func:`run_expected_failure`. Every execution of the
     example inputs is also graded by the error budgets (:func:`model_budget`,
     ``Outcome.precision``); with ``precision`` "strict" (:data:`PRECISION_MODES`) an
     over-budget float output fails the test (:func:`strict_problems`)."""
+    outcome = _run_test_model(tm, device, mode, workdir, require_timing, wait_limit_s, precision)
+    if outcome.status == "failed":
+        forget_prepared()
+    return outcome
+
+
+def _run_test_model(tm: TestModel, device: Device, mode: Mode, workdir: Path | None, require_timing: bool,
+                    wait_limit_s: float, precision: str) -> Outcome:
     skip = skip_reason(tm, device)
     if skip:
         return Outcome("skipped", skip[1], skip[0])
-    run = variant(tm, mode)
-    if mode.coupling:
-        reason = not_implemented_reason(to_hal_model(run))
-        if reason:
-            return Outcome("skipped", f"signed variant: {reason}", "not_implemented")
+    run, reason = _variant(tm, mode)
+    if reason:
+        return Outcome("skipped", f"signed variant: {reason}", "not_implemented")
     if tm.expect_failure:
         return run_expected_failure(run, device, expected_failure(tm), mode, workdir, wait_limit_s)
     try:
-        model = build_model(run)
-        supported = get_supported_operations_for_devices(model, [device])
+        model, supported = _build(run, device)
         if not all(supported):
             return _declined(run, device, supported)
         compilation = _compile(model, device, tm, mode, workdir)

@@ -81,7 +81,9 @@ def _run_suite(spec: SuiteSpec, args, extra, suite_args: list[str] | None = None
     # one line per failure unless --tb is given: the outcomes and the report hold the rest, and
     # pytest's long form scans every report per failure (quadratic: minutes for 20,000 failures)
     tb = [] if any(a == "--tb" or a.startswith("--tb=") for a in extra) else ["--tb=line"]
-    pytest_args += ["-p", "no:cacheprovider", *_driver_args(args), "--nncts-report", str(stage),
+    # hypothesis's pytest plugin imports hypothesis at the end of every run (seconds); no
+    # suite uses it (the project's own tests do, and run without this command line)
+    pytest_args += ["-p", "no:cacheprovider", "-p", "no:hypothesispytest", *_driver_args(args), "--nncts-report", str(stage),
                     "--junitxml", str(stage / "junit.xml"), "-o", f"junit_suite_name=nncts-{spec.command}",
                     "-o", "console_output_style=classic", f"--nncts-progress={spec.command}",
                     *([] if verbose else ["-q"]), *tb, "--timeout", str(args.timeout), "-W", _IMPORTED_PLUGINS,

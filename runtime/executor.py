@@ -38,7 +38,7 @@ from .hal.types import Model, OutputShape, Request, Subgraph
 from .hal.validate import (MAX_OPERAND_BYTES, MAX_RANK, constant_value, merged_dimensions, operand_byte_size,
                            operand_fields)
 from .ops.base import OperandView, OpContext
-from .ops.common import computing_truth, value_dtype
+from .ops.common import computing_truth, freeze, value_dtype
 from .ops.control_flow import LOOP_TIMEOUT_DEFAULT_NS, LOOP_TIMEOUT_MAXIMUM_NS, LoopTimeoutError
 from .types import ErrorStatus, OperandLifeTime, OperationType, operand_dtype
 
@@ -160,12 +160,14 @@ def _check_output_size(where: str, j: int, idx: int, operand_type, shape, dtypes
 class _Step:
     """One operation of a :class:`Program`: its type, kernel (None: the table has none),
     error prefix, and per input either a constant view's fields (constants, omitted
-    operands) or None (a value bound at run time)."""
+    operands) or None (a value bound at run time); ``const_views`` the constant inputs'
+    OperandViews, made once (kernels never change a view they read)."""
 
-    __slots__ = ("operation", "op_type", "where", "opdef", "inputs", "consts", "runs", "has_no_value",
-                 "failure")
+    __slots__ = ("operation", "op_type", "where", "opdef", "inputs", "consts", "const_views", "bound",
+                 "runs", "has_no_value", "failure", "omission_checked")
 
-    def __init__(self, k: int, operation, sg: Subgraph, model: Model, table, dtypes, fields, wide=False):
+    def __init__(self, k: int, operation, sg: Subgraph, model: Model, table, dtypes, fields, wide=False,
+                 frozen=False):
         self.operation = operation
         self.op_type = operation.type if is_extension_type(operation.type) else OperationType(operation.type)
         self.where = f"operation {k} ({type_name(self.op_type)})"
@@ -174,6 +176,9 @@ class _Step:
         self.inputs = list(operation.inputs)
         self.consts = []
         self.has_no_value = False
+        #: The input ranks with which the model's own omitted inputs (NO_VALUE operands) were
+        #: found optional: with no request input omitted, the check depends on nothing else.
+        self.omission_checked = None
         #: What reading a constant input raised (an extension type without a dtype): raised
         #: again when the operation is reached, as reading it there would.
         self.failure = None
@@ -190,12 +195,18 @@ class _Step:
                         value = value.astype(_value_dtype(o.type, dtypes))
                 except Exception as e:  # noqa: BLE001
                     self.failure, value = e, None
+                if frozen:  # a held model's constants: kernels may keep forms derived from them
+                    freeze(value)
                 self.consts.append((t, tuple(o.dimensions), scale, zp, value, False, cq, data))
             else:
                 self.consts.append(None)
+        self.const_views = [None if c is None else OperandView(*c) for c in self.consts]
+        #: (position, operand index) of the inputs bound at run time.
+        self.bound = [(j, idx) for j, (idx, c) in enumerate(zip(self.inputs, self.consts)) if c is None]
 
 
 _CONSTANT_LIFETIMES = (L.CONSTANT_COPY, L.CONSTANT_REFERENCE, L.SUBGRAPH)
+_UNBOUND_LIFETIMES = _CONSTANT_LIFETIMES + (L.NO_VALUE,)
 
 
 class Program:
@@ -203,14 +214,16 @@ class Program:
     view fields (type, scale, zeroPoint, per-channel quantization, extension data), its
     declared dimensions, numpy dtype and item size; per operation a :class:`_Step`.
     ``wide``: compiled for float64 truth (float values held as float64, float constants
-    widened; ``ops.common.float64_truth``)."""
+    widened; ``ops.common.float64_truth``). ``frozen``: the model is held (:func:`hold`),
+    its constant values are declared immutable (``ops.common.freeze``)."""
 
-    def __init__(self, model: Model, sg: Subgraph, table=None, dtypes=None, wide: bool = False):
+    def __init__(self, model: Model, sg: Subgraph, table=None, dtypes=None, wide: bool = False,
+                 frozen: bool = False):
         # an extension type keeps its code (an invalid one too: it fails when used)
         self.fields = [operand_fields(o, strict=False) for o in sg.operands]
         self.declared = [tuple(o.dimensions) for o in sg.operands]
         self.dtypes = [_dtype_or_none(o.type, dtypes) for o in sg.operands]
-        self.steps = [_Step(k, op, sg, model, table, dtypes, self.fields, wide)
+        self.steps = [_Step(k, op, sg, model, table, dtypes, self.fields, wide, frozen)
                       for k, op in enumerate(sg.operations)]
         # per step, the values no later step reads (dropped after it: the allocator reuses
         # their memory, still in cache, for the next outputs); subgraph outputs are kept
@@ -220,8 +233,8 @@ class Program:
                 last[idx] = k
         kept = set(sg.output_indexes)
         self.release: list[list[int]] = [[] for _ in sg.operations]
-        for idx, k in last.items():
-            if idx not in kept:
+        for idx, k in last.items():  # constants and omitted operands are never in the values
+            if idx not in kept and sg.operands[idx].lifetime not in _UNBOUND_LIFETIMES:
                 self.release[k].append(idx)
 
 
@@ -264,7 +277,7 @@ def program(model: Model, sg: Subgraph, table=None, dtypes=None) -> Program:
     if found is None or found[0] is not sg or found[1] is not table or found[2] is not dtypes:
         if len(programs) >= _PROGRAMS_PER_MODEL:
             programs.clear()
-        found = programs[key] = (sg, table, dtypes, Program(model, sg, table, dtypes, wide))
+        found = programs[key] = (sg, table, dtypes, Program(model, sg, table, dtypes, wide, frozen=True))
     return found[3]
 
 
@@ -315,16 +328,13 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
                 raise HalError(ErrorStatus.MISSED_DEADLINE_TRANSIENT,
                                f"{step.where}: execution deadline passed after {step_index} of "
                                f"{len(prog.steps)} operations")
-            views_in = []
-            for idx, const in zip(step.inputs, step.consts):
-                if const is not None:
-                    views_in.append(OperandView(*const))
-                elif idx in values:
-                    t, scale, zp, cq, data = fields[idx]
-                    views_in.append(OperandView(t, dims_of[idx], scale, zp, values[idx], idx in omitted, cq, data))
+            views_in = step.const_views.copy()  # constants' views (kernels never change a view)
+            for j, idx in step.bound:
+                t, scale, zp, cq, data = fields[idx]
+                if idx in values:
+                    views_in[j] = OperandView(t, dims_of[idx], scale, zp, values[idx], idx in omitted, cq, data)
                 else:  # not computed yet (only in a model validation would reject)
-                    t, scale, zp, cq, data = fields[idx]
-                    views_in.append(OperandView(t, declared[idx], scale, zp, None, False, cq, data))
+                    views_in[j] = OperandView(t, declared[idx], scale, zp, None, False, cq, data)
             outputs = step.operation.outputs
             views_out = []
             for idx in outputs:
@@ -334,8 +344,13 @@ def run_subgraph(model: Model, sg: Subgraph, inputs: list[tuple[np.ndarray | Non
             ctx = OpContext(step.op_type, views_in, views_out, relaxed)
             if opdef is None:
                 raise HalError(ErrorStatus.GENERAL_FAILURE, f"{where}: no kernel for this operation")
-            if step.has_no_value or omitted:
+            if omitted:
                 _check_omitted(where, opdef, step.operation, views_in, views_out)
+            elif step.has_no_value:
+                ranks = tuple(len(v.dims) for v in views_in)
+                if step.omission_checked != ranks:
+                    _check_omitted(where, opdef, step.operation, views_in, views_out)
+                    step.omission_checked = ranks
             try:
                 if step.runs:  # control flow: run referenced subgraphs
                     if runner is None:

@@ -60,8 +60,9 @@ class DropsFusedActivation(SampleDevice):
 
     def run(self, model, request):
         table = dict(ops.REGISTRY)
-        for op in self.FUSED:
-            table[op] = dataclasses.replace(table[op], execute=self._without_activation(table[op].execute))
+        for op in self.FUSED:  # in shape inference too: a kernel may keep what prepare read
+            table[op] = dataclasses.replace(table[op], prepare=self._without_activation(table[op].prepare),
+                                            execute=self._without_activation(table[op].execute))
         return execute(model, request, table)
 
     @staticmethod
@@ -279,6 +280,14 @@ class FusesRelu6AsRelu(_PatchedDevice):
     RELU6, so only our own specs (cts/specs/conv.py) can catch it."""
 
     operation = OperationType.CONV_2D
+
+    def run(self, model, request):
+        table = dict(ops.REGISTRY)
+        original = table[self.operation]  # in shape inference too: the kernel keeps what prepare read
+        table[self.operation] = dataclasses.replace(
+            original, prepare=lambda ctx: self.patch(ctx, original.prepare),
+            execute=lambda ctx: self.patch(ctx, original.execute))
+        return execute(model, request, table)
 
     def patch(self, ctx, kernel):
         sig = ops.REGISTRY[self.operation].match(ctx.inputs, ctx.outputs)

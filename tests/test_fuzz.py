@@ -219,6 +219,43 @@ def test_validation_target_does_not_execute(monkeypatch):
         FuzzTarget("sample", FindingRecorder(None, "sample", quiet=True), target="nope")
 
 
+def test_every_execution_bounds_its_loops_by_the_fuzz_loop_timeout(monkeypatch):
+    """Both paths pass LOOP_TIMEOUT_NS to the driver, so an endless WHILE of the corpus ends
+    in a documented MISSED_DEADLINE (no finding) after 2 x 100 ms, not 2 x 2 s."""
+    from fuzz.findings import FindingRecorder
+    from fuzz.target import LOOP_TIMEOUT_NS, FuzzTarget
+    from runtime.drivers.sample import SamplePreparedModel
+    [tm] = [m for m in iter_corpus([CORPUS / "V1_3"]) if m.name == "while_infinite_loop"]
+    seen = []
+    execute = SamplePreparedModel.execute_synchronously
+
+    def spy(self, request, measure=None, deadline_ns=None, loop_timeout_duration_ns=None):
+        seen.append(loop_timeout_duration_ns)
+        return execute(self, request, measure, deadline_ns, loop_timeout_duration_ns)
+    monkeypatch.setattr(SamplePreparedModel, "execute_synchronously", spy)
+    target = FuzzTarget("sample", FindingRecorder(None, "sample", quiet=True))
+    start = time.monotonic()
+    assert target.run(encode(tm, expected_outputs=False)) == []
+    assert seen == [LOOP_TIMEOUT_NS, LOOP_TIMEOUT_NS]  # the HAL path, then the front end
+    assert time.monotonic() - start < 3.5  # the 2 s default on both paths takes 4 s
+
+
+def test_full_target_instruments_the_runtime_but_its_plumbing():
+    """The full target's exclusions are listed without importing the runtime (the import hook
+    must see it first) and name real modules."""
+    code = ("import sys; from fuzz.__main__ import full_target_exclusions as f; "
+            "mods = lambda: sorted(m for m in sys.modules if m.startswith('runtime.')); "
+            "before = mods(); x = f(); print(before == mods(), before); print(x)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True,
+                         timeout=60).stdout.splitlines()
+    assert out[0].startswith("True") and "runtime.hal" not in out[0] and "runtime.ops" not in out[0], out[0]
+    excluded = eval(out[1])  # noqa: S307 - our own output
+    assert {"runtime.testing.frontend", "runtime.ops.generation", "runtime.types", "runtime.ops.base"} <= set(excluded)
+    assert not any(m.startswith(("runtime.hal.validate", "runtime.executor", "runtime.nnapi")) for m in excluded)
+    import importlib.util
+    assert all(importlib.util.find_spec(m) is not None for m in excluded)
+
+
 def test_lax_quantization_checks_are_caught_and_replay_in_the_cts(tmp_path, seeds):
     proc, findings = _fuzz(tmp_path, seeds, "tests.broken_drivers:LaxScaleDriver", 1300)
     assert proc.returncode == 1, proc.stderr[-3000:]

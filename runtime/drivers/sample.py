@@ -67,6 +67,22 @@ class SamplePreparedModel(IPreparedModel):
                                       duration_ns)
 
 
+#: (registry size, the operation table's OperationDefs, sorted operand types) of
+#: :func:`_signature_types`, recomputed only when the table changes.
+_TYPES_MEMO: list = [None]
+
+
+def _signature_types() -> tuple:
+    """The operand types some signature of the operation table uses as an input, sorted,
+    SUBGRAPH left out; computed once per state of the table (not per compilation)."""
+    defs = tuple(ops.REGISTRY.values())
+    memo = _TYPES_MEMO[0]
+    if memo is None or memo[0] != defs:  # identical items compare equal without __eq__
+        types = {a.type for d in defs for s in d.signatures for a in s.inputs} - {OperandType.SUBGRAPH}
+        memo = _TYPES_MEMO[0] = (defs, tuple(sorted(types)))
+    return memo[1]
+
+
 class SampleDevice(IDevice):
     """Reference device: supports every operation signature in the operation table up to
     :attr:`feature_level`; prepare validates the model; execution uses the CPU executor.
@@ -96,8 +112,7 @@ class SampleDevice(IDevice):
     def get_capabilities(self) -> Capabilities:
         """1.0 (the CPU itself) for every operand type some signature uses (SUBGRAPH has
         no figure of its own: IF and WHILE have ``if_performance`` / ``while_performance``)."""
-        types = {a.type for d in ops.REGISTRY.values() for s in d.signatures for a in s.inputs} - {OperandType.SUBGRAPH}
-        perf = {t: PerformanceInfo(1.0, 1.0) for t in sorted(types)}
+        perf = {t: PerformanceInfo(1.0, 1.0) for t in _signature_types()}
         return Capabilities(PerformanceInfo(1.0, 1.0), PerformanceInfo(1.0, 1.0), perf,
                             PerformanceInfo(1.0, 1.0), PerformanceInfo(1.0, 1.0))
 

@@ -44,6 +44,7 @@ from pathlib import Path
 
 from ..errors import HalError
 from ..hal.interfaces import IPreparedModel
+from ..hal import validation_memo
 from ..hal.serialize import model_to_bytes
 from ..types import MAX_NUMBER_OF_CACHE_FILES
 from .device import Device, driver_call
@@ -97,13 +98,30 @@ def cache_key(token: bytes, device_name: str, device_version: str, preference: i
     return h.hexdigest()
 
 
+#: Fingerprints of the last models compiled with a cache, by content digest
+#: (:func:`runtime.hal.validation_memo.model_key`): a model compiled again (the CTS's cache
+#: mode compiles each model four times) is not serialized again.
+_FINGERPRINTS: dict[bytes, bytes] = {}
+_FINGERPRINTS_KEPT = 16
+
+
 def model_fingerprint(hal_model) -> bytes:
     """SHA-256 of ``runtime.hal.serialize.model_to_bytes(hal_model)``; empty when the model
-    cannot be serialized (then the driver token depends on the key alone, as in AOSP)."""
+    cannot be serialized (then the driver token depends on the key alone, as in AOSP). Kept
+    for the last :data:`_FINGERPRINTS_KEPT` models by their content's digest (a digest costs
+    a tenth of a serialization), so the same content always gives the same fingerprint."""
+    key = validation_memo.model_key(hal_model, 0)
+    if key is not None and key in _FINGERPRINTS:
+        return _FINGERPRINTS[key]
     try:
-        return hashlib.sha256(model_to_bytes(hal_model)).digest()
+        found = hashlib.sha256(model_to_bytes(hal_model)).digest()
     except ValueError:
-        return b""
+        found = b""
+    if key is not None:
+        if len(_FINGERPRINTS) >= _FINGERPRINTS_KEPT:
+            _FINGERPRINTS.pop(next(iter(_FINGERPRINTS)))
+        _FINGERPRINTS[key] = found
+    return found
 
 
 def driver_token(key: str, hal_model) -> bytes:

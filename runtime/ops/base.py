@@ -129,7 +129,10 @@ class OpContext:
 
     ``inputs``/``outputs``: operand views in the operation's order (outputs carry the
     declared type, dims, scale and zero point, never a value). ``relaxed``: the model allows
-    float32 to be computed at float16 range/precision.
+    float32 to be computed at float16 range/precision. ``prepared``: what ``prepare`` left
+    for ``execute`` of the same context (the executor calls both on one context; None
+    otherwise), e.g. the checked parameters with the ``inputs`` list they were read from,
+    so execute does not check them again.
     """
 
     operation: OperationType
@@ -138,6 +141,7 @@ class OpContext:
     relaxed: bool = False
     required_feature_level: int = 1
     required_because: str = ""
+    prepared: object = None
 
     def require_feature_level(self, level: int, reason: str) -> None:
         """Record that this use of the operation needs feature level ``level`` (a rule of

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,6 +63,42 @@ def value_dtype(operand_type) -> np.dtype:
     return operand_dtype(operand_type)
 
 
+# --- constants prepared once: forms derived from a held model's constant values ------------
+
+#: id(array) -> (weak reference to it, {key: derived value}) for the constant values the
+#: executor declared immutable (:func:`freeze`).
+_FROZEN: dict[int, tuple] = {}
+
+
+def freeze(value) -> None:
+    """Declare ``value`` (a numpy array: a constant operand's value in a prepared model the
+    executor holds, ``runtime.executor.hold``) immutable for as long as it lives, so kernels
+    may keep forms derived from it (:func:`derived`: packed filters, integer weights)
+    instead of recomputing them on every execution. Anything else is ignored."""
+    if not isinstance(value, np.ndarray):
+        return
+    key = id(value)
+    entry = _FROZEN.get(key)
+    if entry is not None and entry[0]() is value:
+        return
+    _FROZEN[key] = (weakref.ref(value, lambda _r, key=key: _FROZEN.pop(key, None)), {})
+
+
+def derived(value: np.ndarray, key, make):
+    """``make(value)``, computed once and kept with ``value`` under ``key`` when ``value`` is
+    frozen (:func:`freeze`), else computed afresh (a value that may change: a request's
+    input, a model nobody holds). ``make`` must depend on ``value`` and ``key`` only; the
+    result is shared, callers must not write into it."""
+    entry = _FROZEN.get(id(value))
+    if entry is None or entry[0]() is not value:
+        return make(value)
+    store = entry[1]
+    out = store.get(key)
+    if out is None:
+        out = store[key] = make(value)
+    return out
+
+
 def is_quant(op: OperandView) -> bool:
     return op.type in QUANT_RANGES and op.type != OperandType.TENSOR_INT32
 
@@ -82,8 +119,14 @@ def to_float(op: OperandView, value: np.ndarray | None = None) -> np.ndarray:
 
 
 def round_half_away(x: np.ndarray) -> np.ndarray:
-    """Round to nearest, ties away from zero (C ``std::round``)."""
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+    """Round to nearest, ties away from zero (C ``std::round``), as
+    ``sign(x) * floor(|x| + 0.5)``: the same value (round-to-nearest of ``x +- 0.5`` is
+    symmetric, so ``trunc(x + copysign(0.5, x))`` is), in two passes over ``x``."""
+    out = np.copysign(0.5, x)
+    if isinstance(out, np.ndarray):
+        np.add(out, x, out=out)
+        return np.trunc(out, out=out)
+    return np.trunc(out + x)
 
 
 def from_float(out: OperandView, real: np.ndarray) -> np.ndarray:
@@ -97,12 +140,37 @@ def from_float(out: OperandView, real: np.ndarray) -> np.ndarray:
     real = np.asarray(real, dtype=np.float64)
     if is_quant(out):
         lo, hi = QUANT_RANGES[out.type]
-        q = round_half_away(real / np.float64(np.float32(out.scale))) + out.zero_point
-        return np.clip(np.nan_to_num(q), lo, hi).astype(dtype)
+        return quantize_real(real, np.float64(np.float32(out.scale)), out.zero_point, lo, hi, dtype)
     if out.type in (OperandType.TENSOR_INT32, OperandType.INT32):
         lo, hi = QUANT_RANGES[OperandType.TENSOR_INT32]
         return np.clip(round_half_away(real), lo, hi).astype(dtype)
     return real.astype(dtype)
+
+
+def quantize_real(real: np.ndarray, scale, zero_point: int, lo: int, hi: int, dtype) -> np.ndarray:
+    """``real`` (float64) stored as ``dtype`` integers: ``round_half_away(real / scale) +
+    zero_point`` saturated to [lo, hi], NaN stored as 0 saturated, +-inf as hi / lo (the
+    same values as ``clip(nan_to_num(q), lo, hi)``, in a few in-place passes)."""
+    q = np.divide(real, scale)
+    if not isinstance(q, np.ndarray):
+        q = np.asarray(q)
+    round_saturate(q, np.empty_like(q), zero_point, lo, hi)
+    return q.astype(dtype) if q.ndim else q.astype(dtype)[()]
+
+
+def round_saturate(q: np.ndarray, half: np.ndarray, zero_point: int, lo: int, hi: int) -> None:
+    """In place on float64 ``q``: round half away from zero (:func:`round_half_away`), add
+    ``zero_point``, saturate to [lo, hi], NaN to 0 saturated (``half``: scratch of ``q``'s
+    shape)."""
+    np.copysign(0.5, q, out=half)
+    np.add(q, half, out=q)
+    np.trunc(q, out=q)
+    if zero_point:
+        np.add(q, zero_point, out=q)
+    np.maximum(q, lo, out=q)  # NaN stays NaN
+    np.minimum(q, hi, out=q)
+    if q.size and np.isnan(np.add.reduce(q, axis=None)):
+        q[np.isnan(q)] = min(max(0, lo), hi)
 
 
 def activation_range(code: int) -> tuple[float, float]:

@@ -65,9 +65,14 @@ detection, per-channel channelDim, feature levels) and the AOSP CPU ``prepare`` 
 
 Arithmetic. TENSOR_FLOAT32 computes in float32 (matrix products through BLAS, as TFLite
 does; the CTS float32 criteria, atol 1e-5 + rtol 5.96e-7, hold for it on the whole corpus).
-Every other form computes in float64 on real values (``common.to_float``: per-tensor or
-per-channel dequantization) and stores once with ``common.from_float`` (quantized: round half
-away from zero, saturate; TENSOR_FLOAT16: one rounding at the end, the policy of ``common``).
+The quantized forms (8-bit input and filter, INT32 bias) sum the integer products
+``(input - zeroPoint) * (filter - zeroPoint)`` exactly (:func:`.window.integer_operands`:
+float32 BLAS when no sum can reach 2^24, else float64; the filter's integer form is made
+once for a prepared model's constant filter), then take real = sum * input_scale *
+filter_scale + real bias and store it as ``common.from_float`` does
+(:func:`.window.requantize`: round half away from zero, saturate). TENSOR_FLOAT16 computes
+in float64 on real values (``common.to_float``) and rounds once at the end (the policy of
+``common``).
 AOSP's quantized kernels use fixed-point multipliers; the criteria allow 1 quantum.
 A TENSOR_QUANT8_ASYMM model breaking the FL1-2 rule ``output_scale > input_scale *
 filter_scale`` is not invalid: as in AOSP, it needs feature level 3 (``validate`` records
@@ -104,8 +109,9 @@ from .window import (F16, F32, GEN_MACS, GEN_MIN_OUTPUT, GEN_OUTPUT_ELEMENTS, I3
                      PER_CHANNEL, Q8, Q8S, T, bias_activation, bias_real, check_filter_quant,
                      check_work, compute_dtype, depthwise_columns, depthwise_taps, direct_conv,
                      draft_bias, draft_count, draft_linked, draft_quantization, draft_rms,
-                     draft_spatial, draft_target, draft_weights, draft_window_axis, optional_flag,
-                     optional_int, padded_size, param_window, window_axes, window_conv)
+                     draft_spatial, draft_target, draft_weights, draft_window_axis, integer_operands,
+                     optional_flag, optional_int, padded_size, param_window, requantize, window_axes,
+                     window_conv)
 
 #: (feature level, input, filter, bias) type rows of the convolutions (a form with the
 #: layout flag or dilation is at least FL3; GROUPED_CONV_2D and TRANSPOSE_CONV_2D at least
@@ -375,13 +381,15 @@ def _kernel(kind: str):
         """Output [batches, out_height, out_width, depth_out] (NCHW: [batches, depth_out,
         out_height, out_width])."""
         p = _params_of(ctx, kind)
+        ctx.prepared = (ctx.inputs, p)  # for execute, while the inputs are these
         return [layout_dims(p.out_nhwc, p.nchw)]
 
     def execute(ctx: OpContext):
         """Sum over the window (and the group's input channels) of input * filter, plus
         bias, then the fused activation; float64 from real values, stored in the output
         type and layout. Raises OperationError past :data:`MAX_MACS`."""
-        p = _params_of(ctx, kind)
+        memo = ctx.prepared
+        p = memo[1] if isinstance(memo, tuple) and memo[0] is ctx.inputs else _params_of(ctx, kind)
         check_filter_quant(ctx, 3 if kind == DEPTHWISE else 0)
         inp, flt, bias = ctx.inputs[:3]
         (fh, fw), (oh, ow) = p.win.filter_hw, p.win.out_hw
@@ -389,24 +397,33 @@ def _kernel(kind: str):
         check_work(batches * oh * ow * p.depth_out * fh * fw * (depth_in // p.groups))
         out = ctx.outputs[0]
         dtype = compute_dtype(inp, flt, bias, out)
-        f = flt.value if dtype == np.float32 else to_float(flt)
-        x = to_nhwc(inp.value if dtype == np.float32 else to_float(inp), p.nchw)
-        b = bias.value if dtype == np.float32 else bias_real(inp, flt, bias)
+        ints = None if dtype == np.float32 else integer_operands(inp, flt, bias,
+                                                                 3 if kind == DEPTHWISE else 0)
+        scale = None
+        if ints is not None:  # quantized: exact integer sums, scaled once
+            x, f, scale = ints
+            x = to_nhwc(x, p.nchw)
+        else:
+            f = flt.value if dtype == np.float32 else to_float(flt)
+            x = to_nhwc(inp.value if dtype == np.float32 else to_float(inp), p.nchw)
         mult = p.depth_out // depth_in if kind == DEPTHWISE else 1  # the depthwise kernel widens x
         copies = padded_size(x.shape, p.win)
         if kind == DEPTHWISE:
             copies = max(copies, depthwise_columns(x.shape, p.win))
         direct = copies * mult <= MAX_PADDED_ELEMENTS
         if direct and (kind == CONV or (kind == GROUPED and p.groups == 1)):
-            real = bias_activation(direct_conv(x, f, p.win), b, p.activation)
+            acc = direct_conv(x, f, p.win)
         elif direct and kind == DEPTHWISE:
-            real = depthwise_taps(x, f[0], b, p.activation, p.win, mult)
+            acc = depthwise_taps(x, f[0], None, 0, p.win, mult)
         else:
             if kind == DEPTHWISE:  # [1, fh, fw, depth_out] -> grouped form [depth_out, fh, fw, 1]
                 f = f[0].transpose(2, 0, 1)[..., None]
-            real = window_conv(x.astype(np.float64, copy=False), f.astype(np.float64, copy=False),
-                               p.groups, *window_axes(p.win), p.win.out_hw).astype(dtype, copy=False)
-            real = bias_activation(real, b, p.activation)
+            acc = window_conv(x.astype(np.float64, copy=False), f.astype(np.float64, copy=False),
+                              p.groups, *window_axes(p.win), p.win.out_hw).astype(dtype, copy=False)
+        if scale is not None:  # one pass from the sums to the stored values
+            return [from_nhwc(requantize(acc, scale, inp, flt, bias, p.activation, out), p.nchw)]
+        real = bias_activation(acc, bias.value if dtype == np.float32 else bias_real(inp, flt, bias),
+                               p.activation)
         if dtype != np.float32:
             real = from_float(out, real)
         return [from_nhwc(real, p.nchw)]

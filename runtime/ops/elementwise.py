@@ -51,14 +51,15 @@ import numpy as np
 
 from ..types import OperandType, OperationType
 from . import budgets
-from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
-from .common import apply_activation, check_fuse_code, from_float, to_float
+from .base import OpContext, OperandView, OperationDef, check, register, scalar, sig, tensor
+from .common import apply_activation, check_fuse_code, computing_truth, from_float, to_float
 from .decision_rules import floor_decision
 from .error_inputs import chain, changed, fixed_output_quant, fuse_code, output_quant_of_input
 from .generation import quant_limits
 
 T = OperandType
 F32, Q8, Q8S = T.TENSOR_FLOAT32, T.TENSOR_QUANT8_ASYMM, T.TENSOR_QUANT8_ASYMM_SIGNED
+_F32_DTYPE = np.dtype(np.float32)
 F16, I32, BOOL8 = T.TENSOR_FLOAT16, T.TENSOR_INT32, T.TENSOR_BOOL8
 QUANT8 = (Q8, Q8S)
 MAX_RANK = 4
@@ -107,6 +108,17 @@ def real(ctx: OpContext, index: int) -> np.ndarray:
     return to_float(ctx.inputs[index])
 
 
+def store(out: OperandView, result, *sources) -> np.ndarray:
+    """``result`` stored into ``out``'s type (:func:`.common.from_float`), without the copy
+    when it already is a fresh array of that dtype (owning its data, none of ``sources``:
+    the input values it was computed from)."""
+    if isinstance(result, np.ndarray) and result.dtype == _F32_DTYPE and out.type == F32 and \
+            result.flags.owndata and result.flags.c_contiguous and not computing_truth() and \
+            all(result is not v for v in sources):
+        return result
+    return from_float(out, result)
+
+
 def bool_values(ctx: OpContext, index: int) -> np.ndarray:
     """TENSOR_BOOL8 input ``index`` as numpy bool (any non-zero byte is true)."""
     return np.asarray(ctx.value(index)).view(np.uint8) != 0
@@ -121,7 +133,8 @@ def unary_execute(fn, raw_types=(I32,)):
         with np.errstate(all="ignore"):
             if inp.type in raw_types:
                 return [np.asarray(fn(ctx.value(0))).astype(ctx.value(0).dtype)]
-            return [from_float(ctx.outputs[0], fn(real(ctx, 0)))]
+            x = real(ctx, 0)
+            return [store(ctx.outputs[0], fn(x), x)]
     return execute
 
 
@@ -295,11 +308,12 @@ def binary_execute(fn, activation_index: int | None = None):
     activation of that INT32 input, then the store into the output type (quantized with the
     output's own scale and zeroPoint, rounded and saturated for TENSOR_INT32)."""
     def execute(ctx: OpContext):
+        a, b = real(ctx, 0), real(ctx, 1)
         with np.errstate(all="ignore"):
-            result = fn(real(ctx, 0), real(ctx, 1))
+            result = fn(a, b)
         if activation_index is not None:
             result = apply_activation(result, ctx.scalar(activation_index))
-        return [from_float(ctx.outputs[0], result)]
+        return [store(ctx.outputs[0], result, a, b)]
     return execute
 
 

@@ -37,8 +37,8 @@ from ..types import OperandType, OperationType, is_quantized_type
 from . import budgets
 from .base import OpContext, OperationDef, check, register, scalar, sig, tensor
 from .common import (Window2D, apply_activation, check_fuse_code, check_same_quant, from_float,
-                     from_nhwc, layout_dims, layout_flag, nhwc_dims, read_window,
-                     sliding_windows, to_float, to_nhwc, window_args)
+                     from_nhwc, layout_dims, layout_flag, nhwc_dims, read_window, to_float,
+                     to_nhwc, window_args)
 from .window import (GEN_MIN_OUTPUT, MAX_PADDED_ELEMENTS, MAX_TAPS, draft_linked, draft_spatial,
                      draft_window_axis, padded_input, padded_size, param_window, tap_views)
 from .error_inputs import output_quant_of_input
@@ -105,23 +105,36 @@ def _params(ctx: OpContext) -> tuple[Window2D, int]:
     return win, activation
 
 
-def _in_bounds_count(ctx: OpContext, win: Window2D) -> np.ndarray:
-    """Number of non-padding cells of every window, shape [1, out_h, out_w, 1] (>= 1, since
-    each padding is smaller than the filter)."""
-    _, h, w, _ = nhwc_dims(ctx.inputs[0].dims, _nchw(ctx))
-    return sliding_windows(np.ones((1, h, w, 1)), win).sum(axis=(3, 4))
+def _in_bounds_count(win: Window2D, h: int, w: int) -> np.ndarray:
+    """Number of non-padding cells of every window over an input of ``h`` x ``w``, shape
+    [1, out_h, out_w, 1] float64 (>= 1, since each padding is smaller than the filter)."""
+    (fh, fw), (sh, sw), (oh, ow) = win.filter_hw, win.stride_hw, win.out_hw
+    return (_axis_counts(oh, sh, win.pad_top, h, fh)[:, None] *
+            _axis_counts(ow, sw, win.pad_left, w, fw)[None, :]).astype(np.float64)[None, :, :, None]
+
+
+def _separable(x: np.ndarray, win: Window2D, fill: float, reduce) -> np.ndarray:
+    """``reduce`` (the ufunc np.add or np.maximum) over every window of NHWC ``x`` padded
+    with ``fill``: along each window's columns, then along its rows (the sum or maximum of a
+    rectangle is that of its row sums or row maxima), so a window costs filter_h + filter_w
+    operations, not their product. Returns [n, out_h, out_w, depth] of ``x``'s dtype."""
+    (fh, fw), (sh, sw), (oh, ow) = win.filter_hw, win.stride_hw, win.out_hw
+    padded = padded_input(x, win, fill)
+    view = np.lib.stride_tricks.sliding_window_view
+    by_col = reduce.reduce(view(padded, fw, axis=2)[:, :, ::sw][:, :, :ow], axis=-1)  # [n, H, ow, c]
+    return reduce.reduce(view(by_col, fh, axis=1)[:, ::sh][:, :oh], axis=-1)
 
 
 def _average(ctx: OpContext, win: Window2D, x: np.ndarray) -> np.ndarray:
-    return sliding_windows(x, win).sum(axis=(3, 4)) / _in_bounds_count(ctx, win)
+    return _separable(x, win, 0.0, np.add) / _in_bounds_count(win, x.shape[1], x.shape[2])
 
 
 def _l2(ctx: OpContext, win: Window2D, x: np.ndarray) -> np.ndarray:
-    return np.sqrt(sliding_windows(x * x, win).sum(axis=(3, 4)) / _in_bounds_count(ctx, win))
+    return np.sqrt(_separable(x * x, win, 0.0, np.add) / _in_bounds_count(win, x.shape[1], x.shape[2]))
 
 
 def _max(ctx: OpContext, win: Window2D, x: np.ndarray) -> np.ndarray:
-    return sliding_windows(x, win, fill=-np.inf).max(axis=(3, 4))
+    return _separable(x, win, -np.inf, np.maximum)
 
 
 def _prepare(ctx: OpContext):
@@ -215,7 +228,7 @@ def _executor(reduce, kind: str):
         output. A window of at most :data:`.conv.MAX_TAPS` taps over an input whose padded
         copy stays under :data:`.conv.MAX_PADDED_ELEMENTS` is reduced tap by tap
         (:func:`_pool_taps`; a maximum of float values in their own precision, which is
-        exact); a bigger one through :func:`.common.sliding_windows`, or its in-bounds part
+        exact); a bigger one by rows then columns (:func:`_separable`), or its in-bounds part
         (:func:`_pool_clipped`) past :data:`MAX_WINDOW_CELLS`."""
         win, activation = _params(ctx)
         nchw = _nchw(ctx)

@@ -541,6 +541,9 @@ class LstmCell:
     g: object
     cell_clip: float
     proj_clip: float
+    #: The recurrent weights of :func:`lstm_gates` side by side, transposed ([n_output,
+    #: gates * n_cell]; made by the first :func:`lstm_step` given ``terms``).
+    h_packed: np.ndarray | None = None
 
 
 def read_lstm_cell(ctx: OpContext, slots: LstmSlots, dims: LstmDims, act: int,
@@ -562,8 +565,29 @@ def _layer_norm(z: np.ndarray) -> np.ndarray:
     return (z - mean) / np.sqrt(var + LAYER_NORM_EPSILON)
 
 
+def lstm_gates(cell: LstmCell) -> tuple[str, ...]:
+    """The gates whose weights a cell has, in weight order: f, c, o, and i first unless CIFG."""
+    return ("f", "c", "o") if cell.dims.cifg else ("i", "f", "c", "o")
+
+
+def lstm_input_terms(cell: LstmCell, x: np.ndarray, aux_x: np.ndarray | None = None):
+    """The input (and auxiliary input) terms of every gate for many rows at once: ``x``
+    [rows, n_input] (``aux_x`` [rows, n_aux_input]) -> [rows, gates * n_cell] float64, the
+    gates of :func:`lstm_gates` side by side (``x W_x*^T [+ aux_x W_a*^T]``), for
+    :func:`lstm_step`'s ``terms``; None when an auxiliary gate's weights are missing (then
+    each step computes its own)."""
+    p, gates = cell.p, lstm_gates(cell)
+    out = x @ np.concatenate([p["x" + g] for g in gates]).T
+    if aux_x is not None:
+        aux = [p.get("a" + g) for g in gates]
+        if any(a is None for a in aux):
+            return None
+        out += aux_x @ np.concatenate(aux).T
+    return out
+
+
 def lstm_step(cell: LstmCell, x: np.ndarray, h: np.ndarray, c: np.ndarray,
-              aux_x: np.ndarray | None = None):
+              aux_x: np.ndarray | None = None, terms: np.ndarray | None = None):
     """One LSTM step on float64 arrays x [batch, n_input], h [batch, n_output],
     c [batch, n_cell] (aux_x [batch, n_aux_input] when the cell has auxiliary weights).
 
@@ -573,14 +597,28 @@ def lstm_step(cell: LstmCell, x: np.ndarray, h: np.ndarray, c: np.ndarray,
     m; where z_* = W_x* x + W_h* h [+ W_a* aux_x] [+ w_c* (.) c (c' for o), peephole]
     + b_*, or with layer norm ln_* (.) normalize(that sum without b_*) + b_*.
 
+    ``terms``: this step's rows of :func:`lstm_input_terms` (x and aux_x are then not
+    read): the recurrent terms of all gates are one matrix product.
+
     Returns (h', c', scratch) with scratch the gate activations [i (not with CIFG), g(c'),
     f, m] each [batch, n_cell] (the AOSP scratch layout; its content is unspecified)."""
     p, d = cell.p, cell.dims
+    if terms is not None:
+        gates = lstm_gates(cell)
+        if cell.h_packed is None:
+            cell.h_packed = np.concatenate([p["h" + g] for g in gates]).T
+        rec = h @ cell.h_packed
+        np.add(rec, terms, out=rec)
+        n = d.n_cell
+        part = {g: rec[:, k * n:(k + 1) * n] for k, g in enumerate(gates)}
 
     def z(gate: str, peep_state: np.ndarray | None) -> np.ndarray:
-        acc = x @ p["x" + gate].T + h @ p["h" + gate].T
-        if aux_x is not None and p.get("a" + gate) is not None:
-            acc = acc + aux_x @ p["a" + gate].T
+        if terms is not None:
+            acc = part[gate]
+        else:
+            acc = x @ p["x" + gate].T + h @ p["h" + gate].T
+            if aux_x is not None and p.get("a" + gate) is not None:
+                acc = acc + aux_x @ p["a" + gate].T
         if d.peephole and gate != "c":
             acc = acc + p["c" + gate] * peep_state
         if d.layer_norm:

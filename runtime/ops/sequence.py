@@ -76,8 +76,8 @@ from .recurrent import (AUX_NAMES, FLOAT_FORMS, LN_NAMES, MAX_BATCH, MAX_STEPS, 
                         LstmSlots, cell_tensor_args, check_const_scalar, check_lstm_cell,
                         check_lstm_params, check_rank, check_rnn_cell, check_shape,
                         draft_lstm_cell, draft_lstm_params, draft_omit, draft_primary,
-                        draft_rnn_cell, draft_size, draft_weights, f64, label, lstm_step, read_lstm_cell,
-                        rnn_step, validate_lstm_params)
+                        draft_rnn_cell, draft_size, draft_weights, f64, label, lstm_input_terms,
+                        lstm_step, read_lstm_cell, rnn_step, validate_lstm_params)
 
 T = OperandType
 
@@ -382,10 +382,17 @@ def _run_lstm(cell, x_tm: np.ndarray, reverse: bool = False,
     _check_work(x_tm.shape[0], x_tm.shape[1],
                 sum(v.size for k, v in cell.p.items() if v is not None and v.ndim == 2
                     and k not in ("h_in", "c_in")))
-    out = np.empty((x_tm.shape[0], x_tm.shape[1], cell.dims.n_output))
-    steps = range(x_tm.shape[0] - 1, -1, -1) if reverse else range(x_tm.shape[0])
+    max_time, batch = x_tm.shape[:2]
+    out = np.empty((max_time, batch, cell.dims.n_output))
+    steps = range(max_time - 1, -1, -1) if reverse else range(max_time)
+    # the input terms of every step in one matrix product (they do not depend on the state)
+    terms = lstm_input_terms(cell, x_tm.reshape(max_time * batch, x_tm.shape[2]),
+                             None if aux_tm is None else aux_tm.reshape(max_time * batch, aux_tm.shape[2]))
+    if terms is not None:
+        terms = terms.reshape(max_time, batch, terms.shape[1])
     for t in steps:
-        h, c, _ = lstm_step(cell, x_tm[t], h, c, None if aux_tm is None else aux_tm[t])
+        h, c, _ = lstm_step(cell, x_tm[t], h, c, None if aux_tm is None else aux_tm[t],
+                            None if terms is None else terms[t])
         out[t] = h
     return out, (h, c)
 

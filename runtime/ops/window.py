@@ -13,7 +13,8 @@ import numpy as np
 
 from ..types import OperandType, is_quantized_type
 from .base import OpContext, OperandView, check
-from .common import Window2D, activation_range, bias_to_float, check_quant_bias, computing_truth
+from .common import (QUANT_RANGES, Window2D, activation_range, bias_to_float, check_quant_bias,
+                     computing_truth, derived, round_saturate, value_dtype)
 from .generation import FLOAT_RANGE, INT_RANGE, quant_limits
 
 T = OperandType
@@ -240,8 +241,97 @@ def depthwise_taps(x: np.ndarray, k: np.ndarray, bias: np.ndarray, activation: i
         windows = np.lib.stride_tricks.as_strided(
             cols, (fh, fw, n, oh, ow * cout), (c2 * dh, c0, c1, c2 * sh, c4), writeable=False)
     kt = np.broadcast_to(k[:, :, None, :], (fh, fw, ow, cout)).reshape(fh, fw, ow * cout)
-    out = np.einsum("abnhp,abp->nhp", windows, kt)
-    return bias_activation(out.reshape(n, oh, ow, cout), bias, activation)
+    out = np.einsum("abnhp,abp->nhp", windows, kt).reshape(n, oh, ow, cout)
+    return out if bias is None else bias_activation(out, bias, activation)
+
+
+def integer_operands(inp: OperandView, flt: OperandView, bias: OperandView, channel_axis: int):
+    """The exact integer form of a quantized convolution / FULLY_CONNECTED: None unless the
+    input is TENSOR_QUANT8_ASYMM(_SIGNED), the filter TENSOR_QUANT8_ASYMM(_SIGNED) or
+    TENSOR_QUANT8_SYMM_PER_CHANNEL (with its scales) and the bias TENSOR_INT32; else
+    ``(x, f, scale)``: ``x`` = input - zeroPoint and ``f`` = filter - zeroPoint as float
+    integers (``f`` kept with a frozen constant filter, ``common.derived``; read-only),
+    ``scale`` the float64 scale of a product (input scale * filter scale, a [depth_out]
+    vector per channel), each factor as ``common.to_float`` dequantizes it.
+
+    Every sum of products is exact whatever the order: float32 when the largest possible
+    |sum| (largest |input - zeroPoint| of the input type times the largest sum of |filter -
+    zeroPoint| over one output channel, the filter's axis ``channel_axis``) is below 2^24,
+    else float64 (|product| <= 2^16, at most :data:`MAX_MACS` terms: below 2^53). So
+    ``sum * scale`` is the real sum to within one rounding."""
+    if inp.type not in (Q8, Q8S) or flt.type not in (Q8, Q8S, PER_CHANNEL) or bias.type != I32:
+        return None
+    if flt.type == PER_CHANNEL:
+        if flt.channel_quant is None:
+            return None
+        fscale, fzp = np.asarray(flt.channel_quant[0], np.float64), 0
+    else:
+        fscale, fzp = np.float64(np.float32(flt.scale)), flt.zero_point
+    lo, hi = (0, 255) if inp.type == Q8 else (-128, 127)
+    reach = max(inp.zero_point - lo, hi - inp.zero_point, 0)
+    dtype = np.float32 if reach * derived(flt.value, ("abs_sum", fzp, channel_axis), lambda v: _abs_sum(
+        v, fzp, channel_axis)) < (1 << 24) else np.float64
+    x = np.subtract(inp.value, inp.zero_point, dtype=dtype)
+    f = derived(flt.value, ("centred", fzp, dtype),
+                lambda v: _read_only(np.subtract(v, fzp, dtype=dtype)))
+    return x, f, np.float64(np.float32(inp.scale)) * fscale
+
+
+#: Elements per chunk of :func:`requantize` (its temporaries stay in cache).
+REQUANTIZE_CHUNK = 1 << 14
+
+
+def requantize(acc: np.ndarray, scale, inp: OperandView, flt: OperandView, bias: OperandView,
+               activation: int, out: OperandView) -> np.ndarray:
+    """The quantized output of integer sums ``acc`` [..., depth_out] (float32 or float64,
+    from :func:`integer_operands` of ``inp``, ``flt``, ``bias``): real = acc * ``scale``
+    (float64, per channel or not) + the real bias (:func:`bias_real`), clamped to FuseCode
+    ``activation``'s range, stored in ``out``'s type as ``common.from_float`` stores it
+    (round half away from zero, saturate; NaN to 0). The same float64 operations in the
+    same order as ``bias_activation`` then ``from_float``, run over chunks of
+    :data:`REQUANTIZE_CHUNK` elements so that the temporaries stay in cache; the scales and
+    real biases repeated along a chunk are kept with a frozen constant bias
+    (``common.derived``). Returns an array of ``acc``'s shape in ``out``'s dtype."""
+    c = acc.shape[-1] if acc.ndim else 1
+    flat = acc.reshape(-1)
+    dtype = value_dtype(out.type)
+    result = np.empty(flat.size, dtype)
+    if not flat.size:
+        return result.reshape(acc.shape)
+    rows = max(1, REQUANTIZE_CHUNK // c)
+    step = min(rows * c, flat.size)
+    reps = -(-step // c)
+    scale = np.broadcast_to(np.asarray(scale, np.float64), (c,))
+    scales, biases = derived(bias.value, ("requantize", reps, scale.tobytes(), inp.scale, bias.scale),
+                             lambda _v: (np.tile(scale, reps), np.tile(bias_real(inp, flt, bias), reps)))
+    lo, hi = QUANT_RANGES[out.type]
+    out_scale, zp = np.float64(np.float32(out.scale)), out.zero_point
+    act = activation_range(activation) if activation else None
+    buf, half = np.empty(step), np.empty(step)
+    for i in range(0, flat.size, step):
+        m = min(step, flat.size - i)
+        r, h = buf[:m], half[:m]
+        np.multiply(flat[i:i + m], scales[:m], out=r)
+        np.add(r, biases[:m], out=r)
+        if act is not None:
+            np.clip(r, act[0], act[1], out=r)
+        np.divide(r, out_scale, out=r)
+        round_saturate(r, h, zp, lo, hi)
+        result[i:i + m] = r
+    return result.reshape(acc.shape)
+
+
+def _abs_sum(v: np.ndarray, zero_point: int, axis: int) -> int:
+    """Largest sum of |v - zero_point| over one index of ``axis`` (0 when ``v`` is empty)."""
+    if not v.size:
+        return 0
+    a = np.abs(v.astype(np.int64) - zero_point)
+    return int(np.moveaxis(a, axis, 0).reshape(a.shape[axis], -1).sum(axis=1).max())
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
 
 
 def bias_activation(out: np.ndarray, bias: np.ndarray, activation: int) -> np.ndarray:
