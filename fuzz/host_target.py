@@ -269,12 +269,11 @@ def main(argv=None) -> int:
     if not corpora[0].is_dir() or not any(corpora[0].iterdir()):  # libFuzzer wants it; seeds start it
         make_seeds(corpora[0])
     import atheris
+    import importlib
     with atheris.instrument_imports(include=list(INSTRUMENTED)):
-        import runtime.hal.model_limits  # noqa: F401
-        import runtime.remote.budget  # noqa: F401
-        import runtime.remote.frames  # noqa: F401
-        import runtime.remote.host  # noqa: F401
-        import runtime.remote.wire  # noqa: F401
+        for name in ("runtime.hal.model_limits", "runtime.remote.budget", "runtime.remote.frames",
+                     "runtime.remote.host", "runtime.remote.wire"):
+            importlib.import_module(name)
     target = HostTarget(args.driver, args.hang_seconds)
     threading.excepthook = target.thread_died
     gc.freeze()
