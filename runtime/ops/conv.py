@@ -397,8 +397,10 @@ def _kernel(kind: str):
         check_work(batches * oh * ow * p.depth_out * fh * fw * (depth_in // p.groups))
         out = ctx.outputs[0]
         dtype = compute_dtype(inp, flt, bias, out)
-        ints = None if dtype == np.float32 else integer_operands(inp, flt, bias,
-                                                                 3 if kind == DEPTHWISE else 0)
+        # the integer path stores into an 8-bit output; any other (a driver's probe asking
+        # for TENSOR_INT32 sums, runtime.drivers.fixed_point) takes the real-valued path
+        ints = None if dtype == np.float32 or out.type not in (Q8, Q8S) else integer_operands(
+            inp, flt, bias, 3 if kind == DEPTHWISE else 0)
         scale = None
         if ints is not None:  # quantized: exact integer sums, scaled once
             x, f, scale = ints
