@@ -287,23 +287,6 @@ def read_window(ctx, first: int, explicit: bool, in_hw: tuple[int, int],
     return Window2D((fh, fw), (sh, sw), top, bottom, left, right, (out_h, out_w), (dh, dw))
 
 
-def sliding_windows(x: np.ndarray, win: Window2D, fill: float = 0.0) -> np.ndarray:
-    """Windows of NHWC ``x`` [N, H, W, C] padded with ``fill``: a read-only view of shape
-    [N, out_h, out_w, filter_h, filter_w, C]; window (i, j) starts at input row
-    ``i * stride_h - pad_top`` and column ``j * stride_w - pad_left``, and its cell (a, b)
-    reads row ``+ a * dilation_h``, column ``+ b * dilation_w`` (``win.dilation_hw``).
-    The padded copy holds N * (H + pads) * (W + pads) * C elements."""
-    n, h, w, c = x.shape
-    padded = np.full((n, h + win.pad_top + win.pad_bottom, w + win.pad_left + win.pad_right, c),
-                     fill, dtype=x.dtype)
-    padded[:, win.pad_top:win.pad_top + h, win.pad_left:win.pad_left + w] = x
-    (fh, fw), (sh, sw), (oh, ow) = win.filter_hw, win.stride_hw, win.out_hw
-    dh, dw = win.dilation_hw
-    view = np.lib.stride_tricks.sliding_window_view(
-        padded, ((fh - 1) * dh + 1, (fw - 1) * dw + 1), axis=(1, 2))
-    return view[:, ::sh, ::sw, :, ::dh, ::dw][:, :oh, :ow].transpose(0, 1, 2, 4, 5, 3)
-
-
 # --- quantized bias / output scale rules: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED -------
 
 def check_quant_bias(inp: OperandView, weights: OperandView, bias: OperandView) -> None:

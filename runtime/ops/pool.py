@@ -105,12 +105,12 @@ def _params(ctx: OpContext) -> tuple[Window2D, int]:
     return win, activation
 
 
-def _in_bounds_count(win: Window2D, h: int, w: int) -> np.ndarray:
+def _in_bounds_count(win: Window2D, h: int, w: int, dtype=np.float64) -> np.ndarray:
     """Number of non-padding cells of every window over an input of ``h`` x ``w``, shape
-    [1, out_h, out_w, 1] float64 (>= 1, since each padding is smaller than the filter)."""
+    [1, out_h, out_w, 1] of ``dtype`` (>= 1, since each padding is smaller than the filter)."""
     (fh, fw), (sh, sw), (oh, ow) = win.filter_hw, win.stride_hw, win.out_hw
     return (_axis_counts(oh, sh, win.pad_top, h, fh)[:, None] *
-            _axis_counts(ow, sw, win.pad_left, w, fw)[None, :]).astype(np.float64)[None, :, :, None]
+            _axis_counts(ow, sw, win.pad_left, w, fw)[None, :]).astype(dtype)[None, :, :, None]
 
 
 def _separable(x: np.ndarray, win: Window2D, fill: float, reduce) -> np.ndarray:
@@ -203,7 +203,7 @@ def _pool_taps(kind: str, x: np.ndarray, win: Window2D) -> np.ndarray:
     -inf for a maximum, 0 otherwise); averages divide by the in-bounds cells of each window.
     Returns [n, out_h, out_w, depth] of ``x``'s dtype."""
     n, h, w, c = x.shape
-    (fh, fw), (sh, sw), (oh, ow) = win.filter_hw, win.stride_hw, win.out_hw
+    oh, ow = win.out_hw
     v = x * x if kind == "l2" else x
     taps = sorted(tap_views(padded_input(v, win, -np.inf if kind == "max" else 0.0), win),
                   key=lambda t: (t[0], t[1]))
@@ -213,9 +213,7 @@ def _pool_taps(kind: str, x: np.ndarray, win: Window2D) -> np.ndarray:
         op(out, view, out=out)
     out = out.reshape(n, oh, ow, c)
     if kind != "max":
-        count = (_axis_counts(oh, sh, win.pad_top, h, fh)[:, None] *
-                 _axis_counts(ow, sw, win.pad_left, w, fw)[None, :]).astype(out.dtype)
-        out /= count[None, :, :, None]
+        out /= _in_bounds_count(win, h, w, out.dtype)
         if kind == "l2":
             np.sqrt(out, out=out)
     return out
