@@ -95,7 +95,7 @@ window helpers live in :mod:`.window`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -397,26 +397,32 @@ def _kernel(kind: str):
         check_work(batches * oh * ow * p.depth_out * fh * fw * (depth_in // p.groups))
         out = ctx.outputs[0]
         dtype = compute_dtype(inp, flt, bias, out)
+        mult = p.depth_out // depth_in if kind == DEPTHWISE else 1  # the depthwise kernel widens x
+        copies = padded_size(p.in_nhwc, p.win)
+        if kind == DEPTHWISE:
+            copies = max(copies, depthwise_columns(p.in_nhwc, p.win))
+        direct = copies * mult <= MAX_PADDED_ELEMENTS and (kind != GROUPED or p.groups == 1)
+        # the integer path pads its NHWC input while still 8-bit (the direct kernels then
+        # see no padding)
+        win = p.win
+        pre_pad = direct and not p.nchw and (win.pad_top or win.pad_bottom or win.pad_left or win.pad_right)
         # the integer path stores into an 8-bit output; any other (a driver's probe asking
         # for TENSOR_INT32 sums, runtime.drivers.fixed_point) takes the real-valued path
         ints = None if dtype == np.float32 or out.type not in (Q8, Q8S) else integer_operands(
-            inp, flt, bias, 3 if kind == DEPTHWISE else 0)
+            inp, flt, bias, 3 if kind == DEPTHWISE else 0, win if pre_pad else None)
         scale = None
         if ints is not None:  # quantized: exact integer sums, scaled once
             x, f, scale = ints
             x = to_nhwc(x, p.nchw)
+            if pre_pad:
+                win = replace(win, pad_top=0, pad_bottom=0, pad_left=0, pad_right=0)
         else:
             f = flt.value if dtype == np.float32 else to_float(flt)
             x = to_nhwc(inp.value if dtype == np.float32 else to_float(inp), p.nchw)
-        mult = p.depth_out // depth_in if kind == DEPTHWISE else 1  # the depthwise kernel widens x
-        copies = padded_size(x.shape, p.win)
-        if kind == DEPTHWISE:
-            copies = max(copies, depthwise_columns(x.shape, p.win))
-        direct = copies * mult <= MAX_PADDED_ELEMENTS
-        if direct and (kind == CONV or (kind == GROUPED and p.groups == 1)):
-            acc = direct_conv(x, f, p.win)
-        elif direct and kind == DEPTHWISE:
-            acc = depthwise_taps(x, f[0], None, 0, p.win, mult)
+        if direct and kind != DEPTHWISE:
+            acc = direct_conv(x, f, win)
+        elif direct:
+            acc = depthwise_taps(x, f[0], None, 0, win, mult)
         else:
             if kind == DEPTHWISE:  # [1, fh, fw, depth_out] -> grouped form [depth_out, fh, fw, 1]
                 f = f[0].transpose(2, 0, 1)[..., None]

@@ -245,7 +245,8 @@ def depthwise_taps(x: np.ndarray, k: np.ndarray, bias: np.ndarray, activation: i
     return out if bias is None else bias_activation(out, bias, activation)
 
 
-def integer_operands(inp: OperandView, flt: OperandView, bias: OperandView, channel_axis: int):
+def integer_operands(inp: OperandView, flt: OperandView, bias: OperandView, channel_axis: int,
+                     pad: Window2D | None = None):
     """The exact integer form of a quantized convolution / FULLY_CONNECTED: None unless the
     input is TENSOR_QUANT8_ASYMM(_SIGNED), the filter TENSOR_QUANT8_ASYMM(_SIGNED) or
     TENSOR_QUANT8_SYMM_PER_CHANNEL (with its scales) and the bias TENSOR_INT32; else
@@ -258,7 +259,11 @@ def integer_operands(inp: OperandView, flt: OperandView, bias: OperandView, chan
     |sum| (largest |input - zeroPoint| of the input type times the largest sum of |filter -
     zeroPoint| over one output channel, the filter's axis ``channel_axis``) is below 2^24,
     else float64 (|product| <= 2^16, at most :data:`MAX_MACS` terms: below 2^53). So
-    ``sum * scale`` is the real sum to within one rounding."""
+    ``sum * scale`` is the real sum to within one rounding.
+
+    ``pad`` (an NHWC input's window): ``x`` is the input padded with ``pad``'s paddings
+    (:func:`padded_input`, the padding cells 0 = the zeroPoint centred), padded while still
+    8-bit so the wide values are written once."""
     if inp.type not in (Q8, Q8S) or flt.type not in (Q8, Q8S, PER_CHANNEL) or bias.type != I32:
         return None
     if flt.type == PER_CHANNEL:
@@ -271,7 +276,8 @@ def integer_operands(inp: OperandView, flt: OperandView, bias: OperandView, chan
     reach = max(inp.zero_point - lo, hi - inp.zero_point, 0)
     dtype = np.float32 if reach * derived(flt.value, ("abs_sum", fzp, channel_axis), lambda v: _abs_sum(
         v, fzp, channel_axis)) < (1 << 24) else np.float64
-    x = np.subtract(inp.value, inp.zero_point, dtype=dtype)
+    raw = inp.value if pad is None else padded_input(inp.value, pad, inp.zero_point)
+    x = np.subtract(raw, inp.zero_point, dtype=dtype)
     f = derived(flt.value, ("centred", fzp, dtype),
                 lambda v: _read_only(np.subtract(v, fzp, dtype=dtype)))
     return x, f, np.float64(np.float32(inp.scale)) * fscale
@@ -287,11 +293,18 @@ def requantize(acc: np.ndarray, scale, inp: OperandView, flt: OperandView, bias:
     from :func:`integer_operands` of ``inp``, ``flt``, ``bias``): real = acc * ``scale``
     (float64, per channel or not) + the real bias (:func:`bias_real`), clamped to FuseCode
     ``activation``'s range, stored in ``out``'s type as ``common.from_float`` stores it
-    (round half away from zero, saturate; NaN to 0). The same float64 operations in the
-    same order as ``bias_activation`` then ``from_float``, run over chunks of
-    :data:`REQUANTIZE_CHUNK` elements so that the temporaries stay in cache; the scales and
-    real biases repeated along a chunk are kept with a frozen constant bias
-    (``common.derived``). Returns an array of ``acc``'s shape in ``out``'s dtype."""
+    (round half away from zero, saturate; NaN to 0). Returns an array of ``acc``'s shape
+    in ``out``'s dtype.
+
+    The same float64 values as ``bias_activation`` then ``from_float``, in fewer passes
+    (:func:`_requantize_plan`): the clamp to the activation's range becomes a clamp of the
+    stored integers (rounding and saturating are monotone, so clamping before them equals
+    clamping after them to the images of the range's ends); with finite scales and biases
+    no sum is NaN; when that clamp's low end is at or above the zeroPoint, a negative
+    quotient can only store the low end, so rounding is ``floor(q + 0.5)``. Runs over
+    chunks of :data:`REQUANTIZE_CHUNK` elements so that the temporaries stay in cache; the
+    scales and real biases repeated along a chunk are kept with a frozen constant bias
+    (``common.derived``)."""
     c = acc.shape[-1] if acc.ndim else 1
     flat = acc.reshape(-1)
     dtype = value_dtype(out.type)
@@ -301,24 +314,75 @@ def requantize(acc: np.ndarray, scale, inp: OperandView, flt: OperandView, bias:
     rows = max(1, REQUANTIZE_CHUNK // c)
     step = min(rows * c, flat.size)
     reps = -(-step // c)
-    scale = np.broadcast_to(np.asarray(scale, np.float64), (c,))
-    scales, biases = derived(bias.value, ("requantize", reps, scale.tobytes(), inp.scale, bias.scale),
-                             lambda _v: (np.tile(scale, reps), np.tile(bias_real(inp, flt, bias), reps)))
-    lo, hi = QUANT_RANGES[out.type]
+    scale = np.asarray(scale, np.float64)
+    scales, biases, fold = derived(
+        bias.value, ("requantize", reps, scale.shape, scale.tobytes(), inp.scale, bias.scale, out.type,
+                     out.scale, out.zero_point, activation),
+        lambda _v: _requantize_plan(scale, bias_real(inp, flt, bias), c, reps, out, activation))
+    if fold is None:
+        out_scale, zp, (lo, hi) = np.float64(np.float32(out.scale)), out.zero_point, QUANT_RANGES[out.type]
+        return _requantize_slow(flat, scales, biases, activation, out_scale, zp, lo, hi, result, step).reshape(
+            acc.shape)
+    out_scale, zp, low, high = fold
+    buf, ints = np.empty(step), (np.empty(step, np.int16) if zp else None)
+    half = None if low >= 0 else np.empty(step)
+    for i in range(0, flat.size, step):
+        m = min(step, flat.size - i)
+        r = buf[:m]
+        np.multiply(flat[i:i + m], scales if scales.ndim == 0 else scales[:m], out=r)
+        np.add(r, biases[:m], out=r)
+        np.divide(r, out_scale, out=r)
+        if half is None:  # low >= 0: q < 0 stores low whichever way it rounds: floor(q + 0.5)
+            np.add(r, 0.5, out=r)
+        else:  # round half away from zero, as common.round_half_away: trunc(q + copysign(0.5, q))
+            np.copysign(0.5, r, out=half[:m])
+            np.add(r, half[:m], out=r)
+        # clamped to integer bounds first, so the cast's truncation is the rounding's
+        np.clip(r, low, high, out=r)
+        if zp:
+            np.copyto(ints[:m], r, casting="unsafe")
+            np.add(ints[:m], zp, out=result[i:i + m], casting="unsafe")
+        else:
+            np.copyto(result[i:i + m], r, casting="unsafe")
+    return result.reshape(acc.shape)
+
+
+def _requantize_plan(scale: np.ndarray, bias: np.ndarray, c: int, reps: int, out: OperandView, activation: int):
+    """``(scales, biases, fold)`` of :func:`requantize`: the product scale (a float64
+    scalar, or per channel repeated ``reps`` times along a chunk), the real bias [c]
+    repeated ``reps`` times, and, when every scale and bias is finite and the output scale
+    positive, ``(out_scale, zeroPoint, low, high)``: the stored range (of ``out``'s type,
+    narrowed to FuseCode ``activation``'s: the stored values of its ends) minus the
+    zeroPoint, float64 bounds (np.clip's fast loop); else None (the slow path)."""
+    scales = scale if scale.ndim == 0 else np.tile(np.broadcast_to(scale, (c,)), reps)
+    biases = np.tile(np.broadcast_to(bias, (c,)), reps)
     out_scale, zp = np.float64(np.float32(out.scale)), out.zero_point
+    if not (np.isfinite(scale).all() and np.isfinite(bias).all() and np.isfinite(out_scale) and out_scale > 0):
+        return scales, biases, None
+    lo, hi = QUANT_RANGES[out.type]
+    if activation:  # the stored values of the activation's range ends
+        ends = np.array(activation_range(activation)) / out_scale
+        round_saturate(ends, np.empty(2), zp, lo, hi)
+        lo, hi = int(ends[0]), int(ends[1])
+    return scales, biases, (out_scale, zp, np.float64(lo - zp), np.float64(hi - zp))
+
+
+def _requantize_slow(flat, scales, biases, activation, out_scale, zp, lo, hi, result, step):
+    """:func:`requantize` for non-finite parameters, every step as ``bias_activation`` then
+    ``from_float`` take it (NaN stored as 0 saturated)."""
     act = activation_range(activation) if activation else None
     buf, half = np.empty(step), np.empty(step)
     for i in range(0, flat.size, step):
         m = min(step, flat.size - i)
         r, h = buf[:m], half[:m]
-        np.multiply(flat[i:i + m], scales[:m], out=r)
+        np.multiply(flat[i:i + m], scales if scales.ndim == 0 else scales[:m], out=r)
         np.add(r, biases[:m], out=r)
         if act is not None:
             np.clip(r, act[0], act[1], out=r)
         np.divide(r, out_scale, out=r)
         round_saturate(r, h, zp, lo, hi)
         result[i:i + m] = r
-    return result.reshape(acc.shape)
+    return result
 
 
 def _abs_sum(v: np.ndarray, zero_point: int, axis: int) -> int:
