@@ -1,12 +1,15 @@
 """pytest plugin of the CTS: ``--mode``, ``--no-require-timing`` and ``--precision``; one test item per corpus
 test model and execution mode (id ``<version>/<spec>/<name>`` for the base mode,
-``...@<mode>`` otherwise), marked per operation and ``flN``. Shared options, the device
+``...@<mode>`` otherwise), the modes of a test model run in one pytest item
+(:mod:`harness.grouped`: each still its own report and record), marked per operation and
+``flN``. Shared options, the device
 fixture and the outcome records come from :mod:`harness.plugin`."""
 from __future__ import annotations
 
 import pytest
 
 from harness.modes import BASE, applies, parse_modes
+from harness.grouped import Group
 from harness.plugin import corpus_models, model_marks
 from harness.records import model_operand_types, under_test_fields
 from harness.runner import PRECISION_MODES
@@ -52,24 +55,21 @@ def pytest_generate_tests(metafunc):
         raise pytest.UsageError(f"--mode: {e}") from None
     params = []
     for tm in corpus_models(metafunc.config):
-        marks = model_marks(tm)
-        # a model the operation table cannot run yet is one (skipped) item, not one per mode
+        # a model the operation table cannot run yet is one (skipped) test, not one per mode
         runnable = not_implemented_reason(to_hal_model(tm), signatures_too=not tm.expect_failure) is None
-        for mode in modes if runnable else [BASE]:
-            if applies(tm, mode) or not runnable:
-                name = tm.test_id if mode == BASE else f"{tm.test_id}@{mode.name}"
-                params.append(pytest.param((tm, mode), id=name, marks=marks))
+        chosen = [m for m in modes if applies(tm, m)] if runnable else [BASE]
+        if chosen:
+            ids = [tm.test_id if m == BASE else f"{tm.test_id}@{m.name}" for m in chosen]
+            group = Group(ids, [(tm, m) for m in chosen], case_fields)
+            params.append(pytest.param(group, id=ids[0], marks=model_marks(tm)))
     metafunc.parametrize("nncts_case", params)
 
 
-def pytest_nncts_record_fields(item):
-    """A CTS item's record: the model's operations, feature level, mode and operand types
-    (as the driver sees them: the coupling mode renames TENSOR_QUANT8_ASYMM), and its
-    operation under test with that operation's operand type, helper operations and core
-    digest (:func:`harness.records.under_test_fields`)."""
-    case = getattr(item, "callspec", None) and item.callspec.params.get("nncts_case")
-    if case is None:
-        return None
+def case_fields(case) -> dict:
+    """The record of one CTS test ``(TestModel, Mode)``: the model's operations, feature level,
+    mode and operand types (as the driver sees them: the coupling mode renames
+    TENSOR_QUANT8_ASYMM), and its operation under test with that operation's operand type,
+    helper operations and core digest (:func:`harness.records.under_test_fields`)."""
     tm, mode = case
     return {"suite": SUITE, "operations": [t.name for t in tm.operation_types], "feature_level": tm.feature_level,
             "mode": mode.name, "operand_types": model_operand_types(tm, coupling=mode.coupling),

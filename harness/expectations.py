@@ -133,7 +133,7 @@ def apply_baseline(item, report, record_id: str) -> None:
     baseline = getattr(item.config, "_nncts_baseline", None)
     if baseline is None or not (report.when == "call" or (report.when == "setup" and report.failed)):
         return
-    entry = baseline.match(record_id, item.nodeid)
+    entry = baseline.match(record_id, report.nodeid)
     if entry is None or report.skipped:
         return
     props = report.nncts

@@ -1,6 +1,6 @@
 """Per-process memos of work the harness would otherwise repeat for every execution mode of
-one test model: the modes of a model run one after the other on a worker (items are
-collected model by model, and pytest-xdist hands out runs of consecutive items), so a small
+one test model: the modes of a model run one after the other in one pytest item
+(:mod:`harness.grouped`), so a small
 least-recently-used table keyed by the identity of the objects the work was computed from
 turns ten builds, validations and compilations of a model into one.
 

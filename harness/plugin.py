@@ -16,13 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from harness import driver_coverage, expectations, hookspecs, progress, requirements, run_state, sharding
+from harness import driver_coverage, expectations, grouped, hookspecs, progress, requirements, run_state, sharding
 from harness.driver import (ENDPOINT_OPTIONS, add_corpus_options, add_driver_options, corpus_roots,  # noqa: F401
                             driver_hal, driver_spec)
-from harness.expectations import apply_baseline
 from harness.locations import SPECS
 from harness.records import RecordWriter, format_summary, read_records, record_outcome
-from harness.requirements import apply_profile
+from harness.verdicts import finish_report
 from runtime.nnapi import Device
 from runtime.remote.client import is_remote_spec, set_call_timeout, set_endpoint_tls
 from runtime.remote.access import endpoint_tls
@@ -33,8 +32,9 @@ from runtime.types import OperationType
 #: The shared plugin's parts, one module per concern, registered with it
 #: (:func:`pytest_addhooks`): baselines and retries (expectations), required vs optional tests
 #: (requirements), ``--shard I/N`` (sharding), progress with an ETA (progress), the run's
-#: fingerprint and environment (run_state), ``--driver-coverage`` (driver_coverage).
-PARTS = (expectations, requirements, sharding, progress, run_state, driver_coverage)
+#: fingerprint and environment (run_state), ``--driver-coverage`` (driver_coverage), several tests
+#: in one item (grouped: the CTS's modes of a test model).
+PARTS = (expectations, requirements, sharding, progress, run_state, driver_coverage, grouped)
 
 #: Where the test models come from (:mod:`harness.locations`).
 DEFAULT_SPECS = SPECS
@@ -140,6 +140,7 @@ def pytest_configure(config):
     if report_dir and config.getoption("nncts_resume") and (Path(report_dir) / "outcomes.jsonl").exists():
         config._nncts_records = read_records(Path(report_dir) / "outcomes.jsonl")
         config._nncts_done = {r["id"] for r in config._nncts_records}
+    config._nncts_resumed = len(config._nncts_records)
     is_worker = hasattr(config, "workerinput")
     config._nncts_writer = RecordWriter(Path(report_dir) / "outcomes.jsonl") if report_dir and not is_worker else None
     _CONFIG["config"] = config
@@ -166,14 +167,16 @@ def model_marks(tm) -> list:
 
 
 def pytest_collection_modifyitems(config, items):
-    """With --nncts-resume, deselect the items already recorded."""
+    """With --nncts-resume, deselect the tests already recorded (in a group: its tests;
+    :func:`harness.grouped.narrow`)."""
     done = getattr(config, "_nncts_done", set())
     if not done:
         return
+    grouped.narrow(items, config, lambda group, k: group.ids[k] not in done)
     keep, drop = [], []
     for item in items:
         spec = getattr(item, "callspec", None)
-        (drop if spec is not None and spec.id in done else keep).append(item)
+        (drop if spec is not None and grouped.group_of(item) is None and spec.id in done else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
@@ -235,28 +238,8 @@ def pytest_runtest_makereport(item, call):
     fields = record_fields(item)
     if fields is None or "operations" not in fields:
         return
-    report.nncts = dict(fields)
-    _tag_incidents(item, call, report, INCIDENTS)
-    rid = record_id(item.nodeid)
-    apply_profile(item, report, rid)
-    apply_baseline(item, report, rid)
-
-
-def _tag_incidents(item, call, report, incidents) -> None:
-    seen = getattr(item, "_nncts_incidents", len(incidents))
-    if call.when not in ("setup", "call") or len(incidents) <= seen:
-        return
-    new = incidents[seen:]
-    item._nncts_incidents = len(incidents)
-    kind = "hang" if any(i.kind == "hang" for i in new) else "crash"
-    report.nncts["driver_incident"] = kind
-    text = "; ".join(f"driver process {'hung' if i.kind == 'hang' else 'died'} during {i.call}: {i.detail}"
-                     for i in new)
-    if not report.failed:
-        report.outcome = "failed"
-        report.longrepr = f"{item.nodeid}: {text}"
-    elif text not in str(report.longrepr):
-        report.longrepr = f"{text}\n{report.longrepr}"
+    finish_report(item, report, record_id(item.nodeid), fields, getattr(item, "_nncts_incidents", len(INCIDENTS)))
+    item._nncts_incidents = len(INCIDENTS)
 
 
 #: Record keys copied from a report's fields (``report.nncts``) when present.

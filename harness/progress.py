@@ -8,9 +8,11 @@ of every worker arrive there), it prints at most every ``--nncts-progress-every`
     [cts] 12,345/70,321 (17.6%)  passed 12,300  failed 3  skipped 42  120.4 tests/s  elapsed 01:42  ETA 07:50
 
 formatted by :meth:`tqdm.tqdm.format_meter` (rate, elapsed time and ETA). The total is the
-number of tests selected to run: :func:`pytest_collection_finish` in a plain run, a
-worker's collection (``pytest_xdist_node_collection_finished``; every worker collects the
-same items) under pytest-xdist. While active, and unless pytest is verbose (``-v``), the
+number of tests selected to run: :func:`pytest_collection_finish` in a plain run (a group
+of tests in one item counts its tests: :func:`harness.grouped.selected_tests`); under
+pytest-xdist, a worker's collection (``pytest_xdist_node_collection_finished``: its items;
+every worker collects the same), then the count of tests the first worker's report carries
+(``nncts_selected``). While active, and unless pytest is verbose (``-v``), the
 per-test progress letters (dots) are not written; failures' sections and the short test
 summary are unchanged.
 """
@@ -21,6 +23,7 @@ import time
 import pytest
 from tqdm import tqdm
 
+from harness.grouped import selected_tests
 from harness.records import OUTCOMES, record_outcome
 
 #: Outcome counters in the order the line shows them (that of :data:`harness.records.OUTCOMES`);
@@ -64,6 +67,8 @@ class Progress:
     def __init__(self, config, label: str, every_s: float):
         self.config, self.label, self.every_s = config, label, every_s
         self.total = 0
+        self.exact_total = False
+        self.seen: int | None = None
         self.counts = dict.fromkeys(COUNTERS, 0)
         self.start = self.last = time.monotonic()
 
@@ -73,7 +78,7 @@ class Progress:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session):
-        self._set_total(len(session.items))
+        self._set_total(selected_tests(session.items))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node, ids):
@@ -87,11 +92,14 @@ class Progress:
             return status[0], "", status[2]  # no letter: nothing written; the word stays for the summary
         return status
 
+    @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report):
-        outcome = outcome_of(report)
-        if outcome is None:
+        selected = getattr(report, "nncts_selected", None)
+        if selected and not self.exact_total:  # a worker's count of the tests in its items
+            self.exact_total = True
+            self.total = selected
+        if outcome_of(report) is None:
             return
-        self.counts[outcome] += 1
         now = time.monotonic()
         if now - self.last >= self.every_s:
             self.last = now
@@ -100,6 +108,21 @@ class Progress:
     def pytest_terminal_summary(self, terminalreporter):
         if not self.config.option.collectonly:
             self._write(time.monotonic(), terminalreporter)
+
+    def _count(self) -> None:
+        """Add the outcome records written since the last count (this run's: not those a
+        ``--resume`` read), so that the counts are the records' even when a signal ends the
+        run between two hooks of one report."""
+        records = getattr(self.config, "_nncts_records", None)
+        if records is None:
+            return
+        if self.seen is None:
+            self.seen = getattr(self.config, "_nncts_resumed", 0)
+        for record in records[self.seen:]:
+            counter = LABELS.get(record.get("outcome"))
+            if counter:
+                self.counts[counter] += 1
+        self.seen = len(records)
 
     def line(self, now: float) -> str:
         """The progress line at monotonic time ``now``."""
@@ -111,6 +134,7 @@ class Progress:
                                  counts=counts, speed=f"{done / elapsed:.1f}" if done else "?")
 
     def _write(self, now: float, reporter=None) -> None:
+        self._count()
         reporter = reporter or self.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.write_line(self.line(now))

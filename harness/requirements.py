@@ -159,7 +159,7 @@ def pytest_configure(config):
 def _driver(item) -> tuple[str, int]:
     """(name, feature level) of the driver under test: the test's device when it has one,
     else the run's driver (:func:`harness.driver.driver_identity`)."""
-    device = item.funcargs.get("nncts_device") if hasattr(item, "funcargs") else None
+    device = (getattr(item, "funcargs", None) or {}).get("nncts_device")
     if device is None:
         return driver_identity(item.config)
     return device.name, device.feature_level
