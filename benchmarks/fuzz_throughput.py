@@ -14,10 +14,12 @@ target has run ``--seconds``; exec/s is inputs over the time the target took for
 (the validation target needs less time for the same inputs). ``--libfuzzer`` also runs the real command
 (``python -m fuzz --target T -max_total_time=S``) on the same seeds and prints libFuzzer's
 own ``stat::average_exec_per_sec``. ``--profile`` prints the top cProfile lines of each
-target (instrumented, over the same inputs).
+target (instrumented, over the same inputs). ``--compare DIR`` also runs both targets of
+another checkout (DIR: its root, e.g. an unchanged copy) in the same turns, so that a
+change is measured against its baseline on the same inputs under the same load.
 
 Usage: python benchmarks/fuzz_throughput.py [--seconds 30] [--chunk 100] [--driver sample]
-       [--stride 8] [--libfuzzer] [--profile 30]
+       [--stride 8] [--libfuzzer] [--profile 30] [--compare DIR]
 """
 from __future__ import annotations
 
@@ -104,33 +106,41 @@ def child(target: str, driver: str, seeds: Path, stride: int, findings: Path, pr
 
 def side_by_side(args, seeds: Path, work: Path) -> dict[str, float]:
     """Executions per second of each target on the same chunks of inputs, taking turns
-    (who goes first alternates) until the full target has run ``args.seconds``."""
+    (who goes first alternates) until the full target has run ``args.seconds``. With
+    ``args.compare`` (another checkout's root), its two targets take the same turns, under
+    the keys ``"baseline full"`` and ``"baseline validation"``."""
+    children = {t: Path(__file__).resolve() for t in TARGETS}
+    if args.compare:
+        other = Path(args.compare).resolve() / "benchmarks" / "fuzz_throughput.py"
+        if not other.is_file():
+            raise SystemExit(f"--compare: {other} does not exist")
+        children.update({f"baseline {t}": other for t in TARGETS})
     procs = {}
-    for t in TARGETS:
-        cmd = [sys.executable, __file__, "--child", t, "--driver", args.driver, "--seeds-dir", str(seeds),
-               "--stride", str(args.stride), "--findings", str(work / f"findings-{t}"),
-               "--profile", str(args.profile)]
+    for name, script in children.items():
+        cmd = [sys.executable, str(script), "--child", name.split()[-1], "--driver", args.driver,
+               "--seeds-dir", str(seeds), "--stride", str(args.stride),
+               "--findings", str(work / f"findings-{name.replace(' ', '-')}"), "--profile", str(args.profile)]
         env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-        procs[t] = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
-                                    stderr=None if args.profile else subprocess.DEVNULL)
-    for t, p in procs.items():
+        procs[name] = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env,
+                                       cwd=script.parents[1], stderr=None if args.profile else subprocess.DEVNULL)
+    for name, p in procs.items():
         if p.stdout.readline().strip() != "ready":
-            raise SystemExit(f"the {t} child did not start")
-    totals = {t: [0, 0.0] for t in TARGETS}
-    order, first = list(TARGETS), 0
+            raise SystemExit(f"the {name} child did not start")
+    totals = {name: [0, 0.0] for name in procs}
+    order, first = list(procs), 0
     while totals["full"][1] < args.seconds:
-        for t in order:
-            procs[t].stdin.write(f"run {first} {args.chunk}\n")
-            procs[t].stdin.flush()
-            n, s = procs[t].stdout.readline().split()
-            totals[t][0] += int(n)
-            totals[t][1] += float(s)
+        for name in order:
+            procs[name].stdin.write(f"run {first} {args.chunk}\n")
+            procs[name].stdin.flush()
+            n, s = procs[name].stdout.readline().split()
+            totals[name][0] += int(n)
+            totals[name][1] += float(s)
         order.reverse()
         first += args.chunk
     for p in procs.values():
         p.stdin.close()
         p.wait()
-    return {t: n / s for t, (n, s) in totals.items()}
+    return {name: n / s for name, (n, s) in totals.items()}
 
 
 def libfuzzer(args, seeds: Path, work: Path) -> dict[str, float]:
@@ -151,9 +161,16 @@ def libfuzzer(args, seeds: Path, work: Path) -> dict[str, float]:
 
 
 def report(what: str, rates: dict[str, float]) -> None:
+    """Print both targets' exec/s and their ratios; with ``--compare`` rates (keys
+    ``"baseline ..."``), a line for the baseline and this checkout's speed-up over it."""
     full, val = rates["full"], rates["validation"]
     print(f"{what:34s} full {full:8.0f}/s  validation {val:8.0f}/s  full/validation {full / val:5.2f}  "
           f"full/goal {full / GOAL_PER_S:5.2f} (goal {GOAL_PER_S:.0f}/s)")
+    if "baseline full" in rates:
+        bf, bv = rates["baseline full"], rates["baseline validation"]
+        print(f"{'  baseline (--compare), same turns':34s} full {bf:8.0f}/s  validation {bv:8.0f}/s  "
+              f"full/validation {bf / bv:5.2f}  full/goal {bf / GOAL_PER_S:5.2f}")
+        print(f"{'  this checkout / baseline':34s} full {full / bf:8.2f}x  validation {val / bv:8.2f}x")
 
 
 def main(argv=None) -> int:
@@ -164,6 +181,8 @@ def main(argv=None) -> int:
     p.add_argument("--stride", type=int, default=8, help="every n-th seed (default 8)")
     p.add_argument("--libfuzzer", action="store_true", help="also run python -m fuzz for --seconds per target")
     p.add_argument("--profile", type=int, default=0, metavar="LINES", help="print cProfile's top LINES per target")
+    p.add_argument("--compare", metavar="DIR", help="also run both targets of the checkout at DIR "
+                   "(e.g. an unchanged copy) in the same turns and print the speed-up")
     p.add_argument("--child", choices=TARGETS, help=argparse.SUPPRESS)
     p.add_argument("--seeds-dir", help=argparse.SUPPRESS)
     p.add_argument("--findings", help=argparse.SUPPRESS)

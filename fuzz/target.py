@@ -44,7 +44,7 @@ import numpy as np
 
 from runtime.errors import HalError, NnapiError
 from runtime.hal.types import OutputShape, Request
-from runtime.hal.validate import validate_model, validate_request
+from runtime.hal.validate import freeze_model, validate_model, validate_request
 from runtime.nnapi import Compilation, Device, Execution
 from runtime.testing.frontend import build_model as build_frontend_model
 from runtime.testing.hal_convert import to_hal_model
@@ -102,6 +102,7 @@ def check_case(case: FuzzCase, hal_device, device: Device | None, paths=("hal", 
         apply_tweaks(case.tweaks, hal_model, request)
     except Exception as e:  # noqa: BLE001 - a crash of the test-model conversion itself
         return [crash_finding("convert", e)]
+    freeze_model(hal_model)  # final from here: the driver calls reuse the reference's key
 
     if "hal" in paths:
         findings += _hal_path(hal_model, request, hal_device)
@@ -119,6 +120,7 @@ def check_validation(case: FuzzCase, hal_device) -> list[Finding]:
         apply_tweaks(case.tweaks, hal_model, Request([], [], []))  # request tweaks: no targets
     except Exception as e:  # noqa: BLE001 - a crash of the test-model conversion itself
         return [crash_finding("convert", e)]
+    freeze_model(hal_model)
     return _hal_path(hal_model, None, hal_device)
 
 
@@ -186,6 +188,7 @@ def _frontend_path(tm: TestModel, plan: int, device: Device) -> list[Finding]:
     phase = "frontend:model"
     try:
         model = build_frontend_model(tm)
+        freeze_model(model.to_hal())  # the fuzzer's own: the drivers' validations reuse its key
         phase = "frontend:compilation"
         compilation = Compilation.create_for_devices(model, [device])
         compilation.finish()

@@ -27,13 +27,13 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import time
-import weakref
 
 import numpy as np
 
 from . import ops
 from .errors import HalError, OperationError
 from .extension_types import is_extension_type, type_name
+from .identity import IdentityTable
 from .hal.types import Model, OutputShape, Request, Subgraph
 from .hal.validate import (MAX_OPERAND_BYTES, MAX_RANK, constant_value, merged_dimensions, operand_byte_size,
                            operand_fields)
@@ -245,9 +245,9 @@ def _dtype_or_none(operand_type, dtypes):
         return None
 
 
-#: Programs of held models: id(model) -> (weak reference, {(id(subgraph), id(table),
-#: id(dtypes)): Program}).
-_HELD: dict[int, tuple[weakref.ref, dict]] = {}
+#: Programs of held models: {(id(subgraph), id(table), id(dtypes), wide): (subgraph, table,
+#: dtypes, Program)} per model.
+_HELD = IdentityTable()
 #: Programs kept per held model (kernel tables and subgraphs combined).
 _PROGRAMS_PER_MODEL = 16
 
@@ -256,11 +256,7 @@ def hold(model: Model) -> None:
     """Declare that ``model`` will not change any more (a prepared model's), so the
     programs compiled for it are kept and reused by every execution until it is garbage
     collected. Changing a held model in place is undefined (as in the HAL)."""
-    key = id(model)
-    entry = _HELD.get(key)
-    if entry is not None and entry[0]() is model:
-        return
-    _HELD[key] = (weakref.ref(model, lambda _r, key=key: _HELD.pop(key, None)), {})
+    _HELD.add(model)
 
 
 def program(model: Model, sg: Subgraph, table=None, dtypes=None) -> Program:
@@ -268,10 +264,9 @@ def program(model: Model, sg: Subgraph, table=None, dtypes=None) -> Program:
     (for float64 truth inside ``ops.common.float64_truth``): the kept one for a held model
     (compiled on first use), else a new one."""
     wide = computing_truth()
-    entry = _HELD.get(id(model))
-    if entry is None or entry[0]() is not model:
+    programs = _HELD.store(model)
+    if programs is None:
         return Program(model, sg, table, dtypes, wide)
-    programs = entry[1]
     key = (id(sg), id(table), id(dtypes), wide)
     found = programs.get(key)
     if found is None or found[0] is not sg or found[1] is not table or found[2] is not dtypes:

@@ -13,6 +13,12 @@ from .common import (DATA_LIFETIMES, LIFETIME_OF_CODE, MAX_ELEMENTS, MAX_IO, MAX
                      fill_values, fit, from_raw, new_model, prod, table_codes)
 
 
+_I64_MIN, _I64_MAX = -2**63, 2**63 - 1
+_SUBGRAPH, _PER_CHANNEL = L.SUBGRAPH, T.TENSOR_QUANT8_SYMM_PER_CHANNEL
+_DATA_LIFETIMES = frozenset(DATA_LIFETIMES)
+_IO_LIFETIMES = frozenset((L.SUBGRAPH_INPUT, L.SUBGRAPH_OUTPUT))
+
+
 def read_data(r: ByteReader, t, dims) -> np.ndarray | None:
     """The data of an operand of type ``t`` and ``dims``: a kind byte (null, raw, hash fill,
     one repeated byte), then its payload; fitted to the schema (:func:`fit`)."""
@@ -36,10 +42,11 @@ def read_data(r: ByteReader, t, dims) -> np.ndarray | None:
 
 def _index_list(r: ByteReader) -> list[int]:
     out = []
-    for _ in range(min(r.varint(), MAX_IO)):
-        if not r.remaining:
+    varint = r.varint
+    for _ in range(min(varint(), MAX_IO)):
+        if r.pos >= r.n:
             break
-        out.append(r.varint())
+        out.append(varint())
     return out
 
 
@@ -47,39 +54,41 @@ def _decode_subgraph(r: ByteReader, explicit_consumers: bool, referenced: bool) 
     """One literal subgraph; in a ``referenced`` one, inputs and outputs carry no data (the
     schema's rule: values flow in from the calling IF/WHILE), though their bytes are read."""
     operands, explicit = [], []
-    for _ in range(min(r.varint(), MAX_OPERANDS)):
-        if not r.remaining:  # an exhausted input declares no more operands
+    u8, varint, f32 = r.u8, r.varint, r.f32  # bound once: the loop below is the decoder's hot path
+    for _ in range(min(varint(), MAX_OPERANDS)):
+        if r.pos >= r.n:  # an exhausted input declares no more operands
             break
-        t = TYPE_OF_CODE[r.u8() % 16]
-        b = r.u8()
+        t = TYPE_OF_CODE[u8() % 16]
+        b = u8()
         rank = b % 9 if b < 0x80 else b - 0x80
-        dims = [r.varint() & 0xFFFFFFFF for _ in range(rank)]
-        scale = r.f32()
+        dims = [varint() & 0xFFFFFFFF for _ in range(rank)]
+        scale = f32()
         zp = r.zigzag()
-        zp = max(min(zp, 2**63 - 1), -2**63)
-        b = r.u8()
+        if not _I64_MIN <= zp <= _I64_MAX:
+            zp = max(min(zp, _I64_MAX), _I64_MIN)
+        b = u8()
         lifetime = LIFETIME_OF_CODE[(b & 0x7F) % 7]
         ignored = bool(b & 0x80)
-        if lifetime == L.SUBGRAPH:
+        if lifetime == _SUBGRAPH:
             t = T.SUBGRAPH  # its data is a uint32 subgraph index, which only that type holds
-        explicit.append(r.varint() if explicit_consumers else None)
+        explicit.append(varint() if explicit_consumers else None)
         cq = None
-        if t == T.TENSOR_QUANT8_SYMM_PER_CHANNEL:
-            channel_dim = r.u8()
-            cq = (tuple(r.f32() for _ in range(min(r.varint(), MAX_SCALES))), channel_dim)
+        if t == _PER_CHANNEL:
+            channel_dim = u8()
+            cq = (tuple(f32() for _ in range(min(varint(), MAX_SCALES))), channel_dim)
         data = None
-        if lifetime in DATA_LIFETIMES:
+        if lifetime in _DATA_LIFETIMES:
             data = read_data(r, t, dims)
-            if referenced and lifetime in (L.SUBGRAPH_INPUT, L.SUBGRAPH_OUTPUT):
+            if referenced and lifetime in _IO_LIFETIMES:
                 data = None
-        if lifetime == L.SUBGRAPH:  # a scalar: no dimensions
+        if lifetime == _SUBGRAPH:  # a scalar: no dimensions
             dims = []
             data = (np.zeros(1, np.uint32) if data is None else data.reshape(-1)[:1]).reshape(())
         operands.append(TestOperand(t, dims, scale, zp, lifetime, 0, ignored, cq, data))
     operations = []
     table = table_codes()
     for _ in range(min(r.varint(), MAX_OPERATIONS)):
-        if not r.remaining:
+        if r.pos >= r.n:
             break
         b = r.u8()
         op_type = OPERATION_OF_CODE[b] if b < N_OPERATION_CODES else table[(b - N_OPERATION_CODES) % len(table)]

@@ -22,6 +22,7 @@ import numpy as np
 from .. import ops
 from ..errors import HalError, OperationError
 from ..extension_types import is_extension_type, is_tensor_operand_type, type_name
+from ..identity import IdentityTable
 from ..ops.base import OperandView, OpContext, fixed_quant_violation
 from ..ops.control_flow import ANY, AnyOperand
 from ..types import OperandLifeTime, OperandType, OperationType, is_tensor_type, operand_dtype
@@ -103,11 +104,14 @@ def operand_fields(operand: Operand, strict: bool = True) -> tuple:
     it). Per-channel quantization is (scales as float32, channelDim) for
     SymmPerChannelQuantParams extra params, extension data the bytes of an extension
     operand's extra params; each None otherwise."""
-    cq, data = None, None
-    if isinstance(operand.extra_params, SymmPerChannelQuantParams):
-        cq = (np.asarray(operand.extra_params.scales, np.float32), operand.extra_params.channel_dim)
-    elif isinstance(operand.extra_params, (bytes, bytearray)):
-        data = bytes(operand.extra_params)
+    cq = data = None
+    extra = operand.extra_params
+    if extra is None:  # the common case: one test
+        pass
+    elif isinstance(extra, SymmPerChannelQuantParams):
+        cq = (np.asarray(extra.scales, np.float32), extra.channel_dim)
+    elif isinstance(extra, (bytes, bytearray)):
+        data = bytes(extra)
     t = _OPERAND_TYPES.get(operand.type)
     if t is None:
         t = operand.type if not strict or is_extension_type(operand.type) else T(operand.type)
@@ -351,6 +355,23 @@ def validate_prepare_arguments(preference, priority) -> None:
         raise HalError(ErrorStatus.INVALID_ARGUMENT, f"invalid priority {priority}")
 
 
+#: {feature level: content key of :func:`runtime.hal.validation_memo.model_key`} per model
+#: declared immutable (:func:`freeze_model`).
+_FROZEN = IdentityTable()
+
+
+def freeze_model(model: Model) -> None:
+    """Declare that ``model`` will not change any more (the fuzzer's HAL models once its
+    tweaks are applied, :mod:`fuzz.target`; only the owner of a model may say so), so that
+    :func:`validate_model` digests its content once per feature level and afterwards finds
+    the key by identity: the validations of the same model on its way to a driver (the
+    front end's, then each driver's ``get_supported_operations`` and ``prepare_model``)
+    then cost a dictionary lookup each. The entry goes when ``model`` is garbage collected;
+    a model that takes no weak reference is not frozen. Changing a frozen model in place is
+    undefined (as for a prepared model, :func:`runtime.executor.hold`)."""
+    _FROZEN.add(model)  # a model without weak references is validated by content every time
+
+
 def validate_model(model: Model, feature_level: int = 8) -> ModelLevels:
     """Check ``model`` against the HAL's structural rules and every operation's signature
     and rules up to ``feature_level``, within the count limits of
@@ -360,9 +381,17 @@ def validate_model(model: Model, feature_level: int = 8) -> ModelLevels:
     feature level each operation needs (:class:`ModelLevels`), which drivers read to answer
     ``get_supported_operations`` without matching the operations a second time. Verdicts
     are remembered by the model's exact content (:mod:`runtime.hal.validation_memo`), so
-    validating the same model again (front end, then each driver call) costs a digest.
+    validating the same model again (front end, then each driver call) costs a digest, and
+    for a model declared immutable (:func:`freeze_model`) a lookup.
     """
-    key = validation_memo.model_key(model, feature_level)
+    keys = _FROZEN.store(model)
+    if keys is not None:  # frozen: its content key, once per level
+        if feature_level in keys:
+            key = keys[feature_level]
+        else:
+            key = keys[feature_level] = validation_memo.model_key(model, feature_level)
+    else:
+        key = validation_memo.model_key(model, feature_level)
     verdict = validation_memo.lookup(key)
     if verdict is not None:
         error, per_subgraph = verdict
@@ -404,6 +433,9 @@ def merged_dimensions(where: str, operand: Operand, arg_dims) -> list[int]:
         return dims
     if is_tensor_operand_type(operand.type) is False:
         _fail(f"{where}: a scalar operand cannot take dimensions {list(arg_dims)}")
+    arg_dims = list(arg_dims)
+    if arg_dims == dims:  # the common case: the request repeats the operand's dimensions
+        return arg_dims
     if dims and len(arg_dims) != len(dims):
         _fail(f"{where}: dimensions {list(arg_dims)} have rank {len(arg_dims)}, operand has rank {len(dims)}")
     if dims:

@@ -31,6 +31,9 @@ from ..types import (MAX_SIZE_OF_IMMEDIATELY_COPIED_VALUES, OperandLifeTime, Ope
 from .memory import Memory
 
 L = OperandLifeTime
+#: Enum members by value (a dictionary lookup instead of an enum call per operand / operation).
+_OPERAND_TYPE_OF = OperandType._value2member_map_
+_OPERATION_TYPE_OF = OperationType._value2member_map_
 
 
 @dataclass(frozen=True)
@@ -291,11 +294,14 @@ class Model:
             self._operands.append(Operand(t, dims, 0, 0.0, 0))
             return len(self._operands) - 1
         try:
-            t = OperandType(operand_type)
-        except ValueError:
-            raise _bad(f"add_operand: {operand_type} is not an OperandType") from None
+            t = _OPERAND_TYPE_OF[operand_type]  # what OperandType(operand_type) gives, one lookup
+        except (KeyError, TypeError):
+            try:
+                t = OperandType(operand_type)
+            except ValueError:
+                raise _bad(f"add_operand: {operand_type} is not an OperandType") from None
         dims = [int(d) for d in dimensions]
-        if any(d < 0 or d > 0xFFFFFFFF for d in dims):
+        if dims and (min(dims) < 0 or max(dims) > 0xFFFFFFFF):
             raise _bad(f"add_operand: dimensions {dims} must be uint32")
         if dims and not is_tensor_type(t):
             raise _bad(f"add_operand: scalar type {t.name} cannot have dimensions {dims}")
@@ -398,15 +404,18 @@ class Model:
             t = self._extension_code("add_operation", operation_type, operand=False)
         else:
             try:
-                t = OperationType(operation_type)
-            except ValueError:
-                raise _bad(f"add_operation: {operation_type} is not an OperationType") from None
-        where = f"add_operation {t.name} (operation {len(self._operations)})"
+                t = _OPERATION_TYPE_OF[operation_type]  # as OperationType(operation_type)
+            except (KeyError, TypeError):
+                try:
+                    t = OperationType(operation_type)
+                except ValueError:
+                    raise _bad(f"add_operation: {operation_type} is not an OperationType") from None
+        n = len(self._operands)
         for kind, idxs in (("input", inputs), ("output", outputs)):
             for j, i in enumerate(idxs):
-                if not isinstance(i, (int, np.integer)) or not 0 <= i < len(self._operands):
-                    raise _bad(f"{where}: {kind} {j} refers to operand {i}, which does not exist "
-                               f"({len(self._operands)} operands)")
+                if not isinstance(i, (int, np.integer)) or not 0 <= i < n:
+                    raise _bad(f"add_operation {t.name} (operation {len(self._operations)}): {kind} {j} "
+                               f"refers to operand {i}, which does not exist ({n} operands)")
         self._operations.append(Operation(t, [int(i) for i in inputs], [int(i) for i in outputs]))
 
     def identify_inputs_and_outputs(self, inputs, outputs) -> None:

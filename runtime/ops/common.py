@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..identity import IdentityTable
 from ..types import FuseCode, OperandType, PaddingCode, operand_dtype
 from .base import Arg, OperandView, check, scalar
 
@@ -65,9 +65,8 @@ def value_dtype(operand_type) -> np.dtype:
 
 # --- constants prepared once: forms derived from a held model's constant values ------------
 
-#: id(array) -> (weak reference to it, {key: derived value}) for the constant values the
-#: executor declared immutable (:func:`freeze`).
-_FROZEN: dict[int, tuple] = {}
+#: {key: derived value} per constant value the executor declared immutable (:func:`freeze`).
+_FROZEN = IdentityTable()
 
 
 def freeze(value) -> None:
@@ -75,13 +74,8 @@ def freeze(value) -> None:
     executor holds, ``runtime.executor.hold``) immutable for as long as it lives, so kernels
     may keep forms derived from it (:func:`derived`: packed filters, integer weights)
     instead of recomputing them on every execution. Anything else is ignored."""
-    if not isinstance(value, np.ndarray):
-        return
-    key = id(value)
-    entry = _FROZEN.get(key)
-    if entry is not None and entry[0]() is value:
-        return
-    _FROZEN[key] = (weakref.ref(value, lambda _r, key=key: _FROZEN.pop(key, None)), {})
+    if isinstance(value, np.ndarray):
+        _FROZEN.add(value)
 
 
 def derived(value: np.ndarray, key, make):
@@ -89,10 +83,9 @@ def derived(value: np.ndarray, key, make):
     frozen (:func:`freeze`), else computed afresh (a value that may change: a request's
     input, a model nobody holds). ``make`` must depend on ``value`` and ``key`` only; the
     result is shared, callers must not write into it."""
-    entry = _FROZEN.get(id(value))
-    if entry is None or entry[0]() is not value:
+    store = _FROZEN.store(value)
+    if store is None:
         return make(value)
-    store = entry[1]
     out = store.get(key)
     if out is None:
         out = store[key] = make(value)
