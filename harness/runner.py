@@ -3,6 +3,7 @@ device, in one execution mode (:mod:`harness.modes`), and judge it with the NNAP
 criteria."""
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -153,8 +154,10 @@ def _compile(model: Model, device: Device, tm: TestModel, mode: Mode, workdir: P
         shutil.rmtree(cache_dir, ignore_errors=True)
 
 
+@functools.lru_cache(maxsize=1)
 def _decoy_model() -> Model:
-    """A tiny valid model (ADD of two float32[1]) whose cache is planted as a foreign cache."""
+    """A tiny valid model (ADD of two float32[1]) whose cache is planted as a foreign cache
+    (built once per process: a finished Model may be compiled any number of times)."""
     m = Model()
     a, b = m.add_operand(OperandType.TENSOR_FLOAT32, [1]), m.add_operand(OperandType.TENSOR_FLOAT32, [1])
     act = m.add_operand(OperandType.INT32)

@@ -68,4 +68,7 @@ def build_model(tm: TestModel) -> Model:
         model.finish()
         return model
 
-    return _build(tm.main, True)
+    try:
+        return _build(tm.main, True)
+    finally:  # the two closures refer to each other: break the cycle (no wait for the collector)
+        del _build, referenced
