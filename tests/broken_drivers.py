@@ -743,3 +743,19 @@ class BatchMatmulIgnoresAdjointsOnSquare(_ValueSwap):
 
     def applies(self, ctx) -> bool:
         return all(len(v.dims) >= 2 and v.dims[-1] == v.dims[-2] for v in ctx.inputs[:2])
+
+
+class FailsFirstExecution(SampleDevice):
+    """The first execution of the process fails (GENERAL_FAILURE); every later one is right:
+    a flaky driver, for ``--retries``."""
+
+    name = "nncts-fails-first-execution"
+    executions = 0
+
+    def run(self, model, request):
+        from runtime.errors import HalError
+        from runtime.types import ErrorStatus
+        FailsFirstExecution.executions += 1
+        if FailsFirstExecution.executions == 1:
+            raise HalError(ErrorStatus.GENERAL_FAILURE, "the first execution fails")
+        return super().run(model, request)

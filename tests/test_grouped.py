@@ -87,3 +87,20 @@ def test_resume_runs_only_the_modes_not_recorded(tmp_path, relu_corpus):
     assert sorted(ids) == sorted(_id(m) for m in DEFAULT)  # each once
     assert sorted(ids[8:]) == [_id("burst"), _id("cache")]
     assert "2 passed" in again.stdout
+
+
+@pytest.mark.parametrize("retries", [0, 1])
+def test_retries_are_per_mode(tmp_path, relu_corpus, retries):
+    """A driver whose first execution fails: the base mode (first) fails, or with
+    --retries 1 passes on its second attempt (flaky, 2 attempts); the async mode after it
+    passes at once either way."""
+    code, records, out = run_cts(tmp_path, "--corpus", relu_corpus, "--mode", "sync,async", "-k", "not internal",
+                                 "--driver", "tests.broken_drivers:FailsFirstExecution", "--retries", str(retries))
+    assert sorted(records) == [_id(""), _id("async")]
+    assert (records[_id("async")]["outcome"], records[_id("async")].get("attempts")) == ("passed", None)
+    if retries:
+        assert code == 0, out[-2000:]
+        assert (records[_id("")]["outcome"], records[_id("")]["attempts"]) == ("flaky", 2)
+    else:
+        assert code == 1, out[-2000:]
+        assert records[_id("")]["outcome"] == "failed" and "the first execution fails" in records[_id("")]["message"]
