@@ -1,9 +1,9 @@
-"""pytest plugin of the CTS: ``--mode``, ``--no-require-timing`` and ``--precision``; one test item per corpus
-test model and execution mode (id ``<version>/<spec>/<name>`` for the base mode,
-``...@<mode>`` otherwise), the modes of a test model run in one pytest item
-(:mod:`harness.grouped`: each still its own report and record), marked per operation and
-``flN``. Shared options, the device
-fixture and the outcome records come from :mod:`harness.plugin`."""
+"""pytest plugin of the CTS: ``--mode``, ``--no-require-timing`` and ``--precision``; one test per
+corpus test model and execution mode (id ``<version>/<spec>/<name>`` for the base mode,
+``...@<mode>`` otherwise), the modes of a test model in one pytest item marked per operation
+and ``flN`` (:mod:`harness.grouped`: each mode still its own report and record, fields
+:func:`case_fields`). Shared options, the device fixture and the outcome records come from
+:mod:`harness.plugin`."""
 from __future__ import annotations
 
 import pytest

@@ -7,7 +7,8 @@ A suite's items take part in the records through the hook
 :func:`harness.hookspecs.pytest_nncts_record_fields` (its plugin answers for its own items);
 a test adds what it learns while running with :func:`add_record_fields`. The fields travel
 on each report as ``report.nncts`` (a dict; pytest-xdist carries it to the controller); the
-record id is the item's parameter id.
+record id is the item's parameter id. An item holding several tests (:mod:`harness.grouped`)
+makes one report and record per test, with the fields its group gives.
 """
 from __future__ import annotations
 
