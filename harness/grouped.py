@@ -149,6 +149,31 @@ def pytest_collection_finish(session):
     session.config._nncts_selected = selected_tests(session.items)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session):
+    """pytest's count of the tests collected (its progress percentage) counts a group's tests."""
+    if session.items:
+        session.testscollected = selected_tests(session.items)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report):
+    """On pytest-xdist's controller: the count of tests a worker's first report carries
+    (``nncts_selected``) becomes pytest's count of tests collected (it had the workers' items)."""
+    selected = getattr(report, "nncts_selected", None)
+    session = _SESSION.get("session")
+    if selected and session is not None and not hasattr(session.config, "workerinput"):
+        session.testscollected = selected
+
+
+#: The run's session (the controller's, under pytest-xdist), for :func:`pytest_runtest_logreport`.
+_SESSION: dict = {}
+
+
+def pytest_sessionstart(session):
+    _SESSION["session"] = session
+
+
 def _report(item, record_id: str, status: str, message: str, start: float, stop: float,
             when: str = "call", longrepr=None):
     """A TestReport of one test of a group (its node id and location, ``when``)."""
@@ -171,7 +196,9 @@ def _finish(item, group: Group, k: int, rep, fields: dict | None = None) -> None
 def _log(item, group: Group, k: int, rep) -> None:
     """Log test ``k``'s finished report; the first a pytest-xdist worker logs carries the
     number of tests it selected (``nncts_selected``: the progress total). A report of
-    outcome ``rerun`` (an attempt to be repeated) does not count as the test's."""
+    outcome ``rerun`` (an attempt to be repeated) does not count as the test's. In a plain
+    run the report is logged with pytest's output capture suspended (the test is still in its
+    call phase), so the terminal shows it."""
     config = item.config
     if rep.outcome != "rerun":
         group.reported.add(k)
@@ -182,7 +209,14 @@ def _log(item, group: Group, k: int, rep) -> None:
         if not getattr(config, "_nncts_selected_sent", False):
             rep.nncts_selected = getattr(config, "_nncts_selected", None)
             config._nncts_selected_sent = True
-    item.ihook.pytest_runtest_logreport(report=rep)
+        item.ihook.pytest_runtest_logreport(report=rep)
+        return
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if capture is None:
+        item.ihook.pytest_runtest_logreport(report=rep)
+        return
+    with capture.global_and_fixture_disabled():  # the test's output capture would swallow the letters
+        item.ihook.pytest_runtest_logreport(report=rep)
 
 
 @pytest.hookimpl(tryfirst=True)

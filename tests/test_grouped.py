@@ -5,6 +5,7 @@ model of one RELU with a 16-byte output runs in every default mode but ``couplin
 single-operation TENSOR_QUANT8_ASYMM models)."""
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -39,6 +40,7 @@ def test_every_mode_is_a_test_with_its_own_record_and_node_id(tmp_path, relu_cor
     assert all(r["outcome"] == "passed" for r in records.values())
     assert {r["nodeid"] for r in records.values()} == {f"cts/test_generated.py::test_generated[{_id(m)}]" for m in DEFAULT}
     assert "10 passed" in out  # pytest counts the tests, not the item
+    assert re.search(r"^\.{10}\s+\[100%\]$", out, re.M), out[:3000]  # a letter per test, the percentage of tests
 
 
 def test_k_selects_modes_within_a_model(tmp_path, relu_corpus):
