@@ -149,6 +149,15 @@ def pytest_collection_finish(session):
     session.config._nncts_selected = selected_tests(session.items)
 
 
+#: The run's session (the controller's, under pytest-xdist), for :func:`pytest_runtest_logreport`.
+_SESSION: dict = {}
+
+
+def pytest_sessionstart(session):
+    """Keep the session (:data:`_SESSION`)."""
+    _SESSION["session"] = session
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtestloop(session):
     """pytest's count of the tests collected (its progress percentage) counts a group's tests."""
@@ -164,14 +173,6 @@ def pytest_runtest_logreport(report):
     session = _SESSION.get("session")
     if selected and session is not None and not hasattr(session.config, "workerinput"):
         session.testscollected = selected
-
-
-#: The run's session (the controller's, under pytest-xdist), for :func:`pytest_runtest_logreport`.
-_SESSION: dict = {}
-
-
-def pytest_sessionstart(session):
-    _SESSION["session"] = session
 
 
 def _report(item, record_id: str, status: str, message: str, start: float, stop: float,
@@ -272,7 +273,8 @@ def pytest_runtest_protocol(item, nextitem):
     """The protocol of a grouped item: pytest's setup / call / teardown unlogged; each test
     logged as it finishes (:func:`run_group`); a phase that did not pass becomes the report of
     the test in flight (or of every selected test, for a setup that failed), and the tests
-    not reached are reported failed, naming it."""
+    not reached are reported failed, naming it. A teardown that fails, or a failure after
+    every test reported, is shown under the last test without a second record."""
     group = group_of(item)
     if group is None:
         return None
@@ -281,10 +283,9 @@ def pytest_runtest_protocol(item, nextitem):
         if rep.passed:
             continue
         pending = [k for k in group.selected if k not in group.reported]
-        if rep.when == "teardown" or not pending:
+        if rep.when == "teardown" or not pending:  # shown under the last test, whose record stands
             k = group.current if group.current is not None else group.selected[-1]
             rep.nodeid = nodeid_of(item, group.ids[k])
-            _finish(item, group, k, rep)
             _log(item, group, k, rep)
             continue
         first = group.current if group.current in pending else pending[0]

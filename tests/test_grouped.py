@@ -106,3 +106,18 @@ def test_retries_are_per_mode(tmp_path, relu_corpus, retries):
     else:
         assert code == 1, out[-2000:]
         assert records[_id("")]["outcome"] == "failed" and "the first execution fails" in records[_id("")]["message"]
+
+
+def test_a_timeout_fails_the_mode_in_flight_and_names_it_for_the_modes_after(tmp_path, relu_corpus):
+    """pytest-timeout (3 s) ends the item while the async mode waits on a lost callback (wait
+    limit 60 s): the base mode before it passed, async fails with the timeout, burst after
+    it is reported failed, naming async; each test once."""
+    code, records, out = run_cts(tmp_path, "--corpus", relu_corpus, "--mode", "sync,async,burst", "-k", "not internal",
+                                 "--driver", "tests.broken_drivers:LostAsyncCallback", "--wait-limit", "60",
+                                 "--timeout", "3")
+    assert code == 1, out[-2000:]
+    assert sorted(records) == sorted(_id(m) for m in ("", "async", "burst"))
+    assert records[_id("")]["outcome"] == "passed"
+    assert records[_id("async")]["outcome"] == "failed" and "Timeout" in records[_id("async")]["message"]
+    assert records[_id("burst")]["outcome"] == "failed"
+    assert f"not run: {_id('async')} ended its item" in records[_id("burst")]["message"]
