@@ -8,9 +8,10 @@ import numpy as np
 
 from runtime import ops
 from runtime.drivers.sample import SampleDevice
+from runtime.errors import HalError
 from runtime.executor import execute
 from runtime.ops.common import is_quant
-from runtime.types import OperationType
+from runtime.types import ErrorStatus, OperationType
 
 
 class _PatchedDevice(SampleDevice):
@@ -82,7 +83,6 @@ class CacheAcceptsCorruption(SampleDevice):
     def prepare_model_from_cache(self, deadline_ns, model_cache, data_cache, token):
         from runtime.drivers import sample_cache
         from runtime.drivers.sample import SamplePreparedModel
-        from runtime.errors import HalError
         from runtime.hal.types import Model, Subgraph
         try:
             model = sample_cache.load(model_cache, data_cache, token, verify=False)
@@ -427,8 +427,6 @@ class FailsEveryExecution(_Unvalidated):
     name = "nncts-fails-every-execution"
 
     def prepared_execute(self, model, request):
-        from runtime.errors import HalError
-        from runtime.types import ErrorStatus
         raise HalError(ErrorStatus.GENERAL_FAILURE, "this driver fails every execution")
 
 
@@ -463,8 +461,6 @@ class OffersNoBursts(_PreparedOverride):
     """``configure_execution_burst`` raises GENERAL_FAILURE: the HAL makes bursts mandatory."""
 
     def prepared_class(self, base):
-        from runtime.errors import HalError
-        from runtime.types import ErrorStatus
 
         class Prepared(base):
             def configure_execution_burst(self):
@@ -476,9 +472,7 @@ class ReleaseFails(_PreparedOverride):
     """Bursts whose ``release_memory_resource`` raises GENERAL_FAILURE for every token."""
 
     def prepared_class(self, base):
-        from runtime.errors import HalError
         from runtime.hal.interfaces import IBurst
-        from runtime.types import ErrorStatus
 
         class Burst(IBurst):
             def release_memory_resource(self, token):
@@ -753,8 +747,6 @@ class FailsFirstExecution(SampleDevice):
     executions = 0
 
     def run(self, model, request):
-        from runtime.errors import HalError
-        from runtime.types import ErrorStatus
         FailsFirstExecution.executions += 1
         if FailsFirstExecution.executions == 1:
             raise HalError(ErrorStatus.GENERAL_FAILURE, "the first execution fails")
